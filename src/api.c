@@ -1,0 +1,796 @@
+/*
+ * api.c
+ *	  The SQL API: reserve, confirm, cancel, extend, restock, adjust,
+ *	  available and expire.
+ *
+ * Business outcomes are results, not errors: each call returns one
+ * inventory.result row whose status says what happened, because a flash
+ * sale refuses most calls and an ERROR would abort the caller's
+ * transaction.  Misuse -- NULLs, non-positive quantities, a key reused for a
+ * different movement -- is an ERROR.
+ *
+ * Every write goes through SQL on the tables, so the trigger (trigger.c)
+ * sees it like any other write.  reserve() decides admission in shared
+ * memory first: a refusal reads no table (but the key's index entry, to
+ * recognise a replay) and writes nothing.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/fmgrprotos.h"
+#include "utils/timestamp.h"
+
+#include "api.h"
+#include "cache.h"
+#include "catalog.h"
+#include "inventory.h"
+#include "ledger.h"
+#include "state.h"
+#include "xact.h"
+
+/* ---- prepared statements ---- */
+
+typedef struct Stmt
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[5];
+	SPIPlanPtr	plan;
+	uint64		epoch;
+} Stmt;
+
+#define KEY_IS \
+	" order_id OPERATOR(pg_catalog.=) $1 AND batch_id OPERATOR(pg_catalog.=) $2" \
+	" AND kind OPERATOR(pg_catalog.=) 'reserve'" \
+	" AND state OPERATOR(inventory.=) 'PENDING'"
+
+static Stmt insert_reserve = {
+	"INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, state, expires_at)"
+	" VALUES ($1, $2, 'reserve', $3, $4, 'PENDING', $5)"
+	" ON CONFLICT (order_id, batch_id) DO NOTHING",
+	5, {TEXTOID, INT4OID, TEXTOID, INT8OID, TIMESTAMPTZOID}
+};
+
+static Stmt insert_restock = {
+	"INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)"
+	" VALUES ($1, $2, 'restock', $3, $4)"
+	" ON CONFLICT (order_id, batch_id) DO NOTHING",
+	4, {TEXTOID, INT4OID, TEXTOID, INT8OID}
+};
+
+static Stmt insert_adjust = {
+	"INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, counted)"
+	" VALUES ($1, $2, 'adjust', $3, $4, $5)"
+	" ON CONFLICT (order_id, batch_id) DO NOTHING",
+	5, {TEXTOID, INT4OID, TEXTOID, INT8OID, INT8OID}
+};
+
+static Stmt insert_sku = {
+	"INSERT INTO inventory.sku (sku) VALUES ($1) ON CONFLICT (sku) DO NOTHING",
+	1, {TEXTOID}
+};
+
+static Stmt lock_sku = {
+	"SELECT 1 FROM inventory.sku WHERE sku OPERATOR(pg_catalog.=) $1"
+	" FOR NO KEY UPDATE",
+	1, {TEXTOID}
+};
+
+static Stmt confirm_pending = {
+	"UPDATE inventory.ledger SET state = 'CONFIRMED' WHERE" KEY_IS
+	" AND expires_at OPERATOR(pg_catalog.>) $3"
+	" RETURNING sku, qty, expires_at",
+	3, {TEXTOID, INT4OID, TIMESTAMPTZOID}
+};
+
+static Stmt cancel_pending = {
+	"UPDATE inventory.ledger SET state = 'CANCELLED' WHERE" KEY_IS
+	" RETURNING sku, qty, expires_at",
+	2, {TEXTOID, INT4OID}
+};
+
+static Stmt extend_pending = {
+	"UPDATE inventory.ledger SET expires_at = $4 WHERE" KEY_IS
+	" AND expires_at OPERATOR(pg_catalog.>) $3"
+	" RETURNING sku, qty, expires_at",
+	4, {TEXTOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+};
+
+static Stmt expire_one = {
+	"UPDATE inventory.ledger SET state = 'EXPIRED' WHERE" KEY_IS
+	" AND expires_at OPERATOR(pg_catalog.<=) $3",
+	3, {TEXTOID, INT4OID, TIMESTAMPTZOID}
+};
+
+/*
+ * Lock a batch of overdue reservations, skipping those a buyer is confirming
+ * or cancelling right now, and expire them.
+ */
+static Stmt expire_batch = {
+	"UPDATE inventory.ledger SET state = 'EXPIRED'"
+	" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"   SELECT ctid FROM inventory.ledger"
+	"   WHERE state OPERATOR(inventory.=) 'PENDING'"
+	"   AND expires_at OPERATOR(pg_catalog.<=) $1"
+	"   ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
+	" AND state OPERATOR(inventory.=) 'PENDING'",
+	2, {TIMESTAMPTZOID, INT8OID}
+};
+
+/* Runs a statement; the caller is connected to SPI. */
+static uint64
+Exec(Stmt *stmt, Datum *values, const char *nulls)
+{
+	const InvCatalog *cat = InvGetCatalog();
+	int			rc;
+
+	if (stmt->plan == NULL || stmt->epoch != cat->epoch)
+	{
+		SPIPlanPtr	plan;
+
+		if (stmt->plan)
+			SPI_freeplan(stmt->plan);
+		stmt->plan = NULL;
+		plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
+		if (plan == NULL)
+			elog(ERROR, "could not prepare \"%s\": %s", stmt->sql,
+				 SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+		stmt->plan = plan;
+		stmt->epoch = cat->epoch;
+	}
+	rc = SPI_execute_plan(stmt->plan, values, nulls, false, 0);
+	if (rc < 0)
+		elog(ERROR, "could not run \"%s\": %s", stmt->sql,
+			 SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/* ---- arguments ---- */
+
+static text *
+ArgText(FunctionCallInfo fcinfo, int n, const char *name)
+{
+	if (PG_ARGISNULL(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", name)));
+	return PG_GETARG_TEXT_PP(n);
+}
+
+static text *
+ArgSku(FunctionCallInfo fcinfo, int n)
+{
+	text	   *t = ArgText(fcinfo, n, "sku");
+
+	LedgerCheckSku(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	return t;
+}
+
+static text *
+ArgOrderId(FunctionCallInfo fcinfo, int n)
+{
+	text	   *t = ArgText(fcinfo, n, "order_id");
+
+	LedgerCheckOrderId(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	return t;
+}
+
+static int32
+ArgBatchId(FunctionCallInfo fcinfo, int n)
+{
+	if (PG_ARGISNULL(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("batch_id must not be null")));
+	return PG_GETARG_INT32(n);
+}
+
+static int64
+ArgQuantity(FunctionCallInfo fcinfo, int n, const char *name, bool allow_zero)
+{
+	int64		v;
+
+	if (PG_ARGISNULL(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", name)));
+	v = PG_GETARG_INT64(n);
+	if (v < 0 || (v == 0 && !allow_zero))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg(allow_zero ? "%s must not be negative" : "%s must be positive", name),
+				 errdetail("%s is %lld.", name, (long long) v)));
+	return v;
+}
+
+/* now + ttl, where ttl must be positive; NULL means inventory.default_ttl */
+static TimestampTz
+ExpiresAt(FunctionCallInfo fcinfo, int n, TimestampTz now)
+{
+	TimestampTz expires;
+
+	if (PG_ARGISNULL(n))
+		return now + (TimestampTz) inv_default_ttl * USECS_PER_SEC;
+
+	expires = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+													  TimestampTzGetDatum(now),
+													  PG_GETARG_DATUM(n)));
+	if (expires <= now)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl must be positive"),
+				 errdetail("ttl is %s.",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   PG_GETARG_DATUM(n))))));
+	return expires;
+}
+
+/* ---- results ---- */
+
+typedef struct Outcome
+{
+	bool		ok;
+	const char *status;
+	const char *sku;
+	bool		has_qty;
+	int64		qty;
+	bool		has_state;
+	InvState	state;
+	bool		has_counters;
+	int64		available;
+	int64		version;
+	bool		has_expires_at;
+	TimestampTz expires_at;
+} Outcome;
+
+#define RESULT_NATTS 8
+
+static Datum
+MakeResult(FunctionCallInfo fcinfo, const Outcome *o)
+{
+	TupleDesc	desc;
+	Datum		values[RESULT_NATTS];
+	bool		nulls[RESULT_NATTS];
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE ||
+		desc->natts != RESULT_NATTS)
+		elog(ERROR, "inventory: function must return inventory.result");
+	desc = BlessTupleDesc(desc);
+
+	memset(nulls, 0, sizeof(nulls));
+	values[0] = BoolGetDatum(o->ok);
+	values[1] = CStringGetTextDatum(o->status);
+	nulls[2] = (o->sku == NULL);
+	values[2] = o->sku ? CStringGetTextDatum(o->sku) : (Datum) 0;
+	nulls[3] = !o->has_qty;
+	values[3] = Int64GetDatum(o->qty);
+	nulls[4] = !o->has_state;
+	values[4] = InvStateGetDatum(o->state);
+	nulls[5] = !o->has_counters;
+	values[5] = Int64GetDatum(o->available);
+	nulls[6] = !o->has_counters;
+	values[6] = Int64GetDatum(o->version);
+	nulls[7] = !o->has_expires_at;
+	values[7] = TimestampTzGetDatum(o->expires_at);
+
+	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
+static void
+SetCounters(Outcome *o, const InvView *view)
+{
+	o->has_counters = view->exists;
+	o->available = InvViewAvailable(view);
+	o->version = view->version;
+}
+
+/* Live counters of a SKU, from the cache. */
+static void
+ReadCounters(Outcome *o, const char *sku)
+{
+	InvKey		key;
+	InvView		view;
+
+	CacheMakeKey(&key, sku, strlen(sku));
+	if (CacheRead(&key, true, &view))
+		SetCounters(o, &view);
+}
+
+static void
+SetMovement(Outcome *o, const LedgerMovement *m)
+{
+	o->sku = pstrdup(m->sku);
+	o->has_qty = true;
+	o->qty = m->kind == INV_KIND_ADJUST && m->has_counted ? m->counted : m->qty;
+	o->has_state = m->has_state;
+	o->state = m->state;
+	o->has_expires_at = m->has_expires_at;
+	o->expires_at = m->expires_at;
+}
+
+static void
+KeyReuseError(text *order_id, int32 batch_id, const LedgerMovement *m)
+{
+	char	   *order = text_to_cstring(order_id);
+
+	if (m->kind == INV_KIND_ADJUST)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("key (order_id, batch_id)=(%s, %d) is already used by another movement",
+						order, batch_id),
+				 errdetail("The key belongs to a stocktake of sku \"%s\" to %lld units.",
+						   m->sku, (long long) m->counted),
+				 errhint("Give each movement its own (order_id, batch_id).")));
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("key (order_id, batch_id)=(%s, %d) is already used by another movement",
+					order, batch_id),
+			 errdetail("The key belongs to a %s of %lld units of sku \"%s\".",
+					   m->kind == INV_KIND_RESERVE ? "reservation" : "restock",
+					   (long long) m->qty, m->sku),
+			 errhint("Give each movement its own (order_id, batch_id).")));
+}
+
+static bool
+SameSku(const LedgerMovement *m, text *sku)
+{
+	return strlen(m->sku) == VARSIZE_ANY_EXHDR(sku) &&
+		memcmp(m->sku, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku)) == 0;
+}
+
+/* ---- reserve ---- */
+
+PG_FUNCTION_INFO_V1(inventory_reserve);
+Datum
+inventory_reserve(PG_FUNCTION_ARGS)
+{
+	text	   *sku = ArgSku(fcinfo, 0);
+	int64		qty = ArgQuantity(fcinfo, 1, "qty", false);
+	text	   *order_id = ArgOrderId(fcinfo, 2);
+	int32		batch_id = ArgBatchId(fcinfo, 3);
+	TimestampTz now = GetCurrentStatementStartTimestamp();
+	TimestampTz expires_at = ExpiresAt(fcinfo, 4, now);
+	bool		has_expected = !PG_ARGISNULL(5);
+	int64		expected = has_expected ? PG_GETARG_INT64(5) : 0;
+	Outcome		o;
+	InvKey		key;
+
+	memset(&o, 0, sizeof(o));
+	o.sku = text_to_cstring(sku);
+	o.has_qty = true;
+	o.qty = qty;
+	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
+
+	for (int attempt = 0;; attempt++)
+	{
+		InvView		view;
+		InvAdmit	admit;
+		LedgerMovement m;
+
+		admit = PendingReserve(&key, qty, has_expected ? &expected : NULL, &view);
+		SetCounters(&o, &view);
+
+		if (admit == INV_ADMIT_OK)
+		{
+			Datum		values[5];
+			uint64		inserted;
+
+			values[0] = PointerGetDatum(order_id);
+			values[1] = Int32GetDatum(batch_id);
+			values[2] = PointerGetDatum(sku);
+			values[3] = Int64GetDatum(qty);
+			values[4] = TimestampTzGetDatum(expires_at);
+			SPI_connect();
+			inserted = Exec(&insert_reserve, values, NULL);
+			SPI_finish();
+			if (inserted == 1)
+			{
+				o.ok = true;
+				o.status = "ok";
+				o.has_state = true;
+				o.state = INV_PENDING;
+				o.has_expires_at = true;
+				o.expires_at = expires_at;
+				break;
+			}
+			/* the key is taken: give the hold back and report the replay */
+			PendingDropUnbound(&key);
+		}
+
+		if (LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
+							   batch_id, &m))
+		{
+			if (m.kind != INV_KIND_RESERVE || !SameSku(&m, sku) || m.qty != qty)
+				KeyReuseError(order_id, batch_id, &m);
+			SetMovement(&o, &m);
+			o.ok = true;
+			o.status = "duplicate";
+			if (admit == INV_ADMIT_OK)
+				ReadCounters(&o, o.sku);	/* without the hold just returned */
+			break;
+		}
+
+		if (admit == INV_ADMIT_OK)
+		{
+			/* the row that held the key went away; try again */
+			if (attempt < 3)
+				continue;
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not reserve: the key kept changing")));
+		}
+		o.status = admit == INV_ADMIT_UNKNOWN ? "unknown_sku" :
+			admit == INV_ADMIT_CONFLICT ? "version_conflict" : "insufficient";
+		break;
+	}
+
+	return MakeResult(fcinfo, &o);
+}
+
+/* ---- confirm, cancel, extend ---- */
+
+typedef enum SettleOp
+{
+	OP_CONFIRM,
+	OP_CANCEL,
+	OP_EXTEND
+} SettleOp;
+
+/* The status of a call on a reservation that is already settled. */
+static void
+SettledOutcome(SettleOp op, InvState state, Outcome *o)
+{
+	switch (state)
+	{
+		case INV_CONFIRMED:
+			o->ok = (op == OP_CONFIRM);
+			o->status = op == OP_CONFIRM ? "duplicate" : "confirmed";
+			break;
+		case INV_CANCELLED:
+			o->ok = (op == OP_CANCEL);
+			o->status = op == OP_CANCEL ? "duplicate" : "cancelled";
+			break;
+		case INV_EXPIRED:
+			/* cancel wanted the units back on sale, and they are */
+			o->ok = (op == OP_CANCEL);
+			o->status = "expired";
+			break;
+		case INV_PENDING:
+			elog(ERROR, "inventory: reservation is not settled");
+	}
+}
+
+static Datum
+SettleCall(FunctionCallInfo fcinfo, SettleOp op)
+{
+	text	   *order_id = ArgOrderId(fcinfo, 0);
+	int32		batch_id = ArgBatchId(fcinfo, 1);
+	TimestampTz now = GetCurrentStatementStartTimestamp();
+	TimestampTz new_expires = 0;
+	Outcome		o;
+
+	if (op == OP_EXTEND)
+	{
+		if (PG_ARGISNULL(2))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("ttl must not be null")));
+		new_expires = ExpiresAt(fcinfo, 2, now);
+	}
+
+	memset(&o, 0, sizeof(o));
+	for (int attempt = 0;; attempt++)
+	{
+		Datum		values[4];
+		Stmt	   *stmt;
+		LedgerMovement m;
+
+		values[0] = PointerGetDatum(order_id);
+		values[1] = Int32GetDatum(batch_id);
+		values[2] = TimestampTzGetDatum(now);
+		values[3] = TimestampTzGetDatum(new_expires);
+		stmt = op == OP_CONFIRM ? &confirm_pending :
+			op == OP_CANCEL ? &cancel_pending : &extend_pending;
+
+		SPI_connect();
+		if (Exec(stmt, values, NULL) == 1)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[0];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			char	   *sku = SPI_getvalue(tup, desc, 1);
+			char	   *copy = SPI_palloc(strlen(sku) + 1);
+			bool		isnull;
+
+			strcpy(copy, sku);
+			o.ok = true;
+			o.status = "ok";
+			o.sku = copy;
+			o.has_qty = true;
+			o.qty = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+			o.has_state = true;
+			o.state = op == OP_CONFIRM ? INV_CONFIRMED :
+				op == OP_CANCEL ? INV_CANCELLED : INV_PENDING;
+			o.has_expires_at = true;
+			o.expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
+			SPI_finish();
+			break;
+		}
+		SPI_finish();
+
+		if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
+								batch_id, &m))
+		{
+			o.status = "not_found";
+			break;
+		}
+		if (m.kind != INV_KIND_RESERVE)
+			KeyReuseError(order_id, batch_id, &m);
+		SetMovement(&o, &m);
+
+		if (m.state != INV_PENDING)
+		{
+			SettledOutcome(op, m.state, &o);
+			break;
+		}
+
+		/* an overdue reservation is expired now, as the worker would */
+		if (op != OP_CANCEL && m.expires_at <= now)
+		{
+			uint64		expired;
+
+			SPI_connect();
+			expired = Exec(&expire_one, values, NULL);
+			SPI_finish();
+			if (expired == 1)
+			{
+				o.state = INV_EXPIRED;
+				SettledOutcome(op, INV_EXPIRED, &o);
+				break;
+			}
+		}
+
+		/* it changed under us, or our snapshot cannot see it yet */
+		if (attempt >= 3)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update of reservation (%s, %d)",
+							text_to_cstring(order_id), batch_id),
+					 errhint("Retry the call in a new transaction.")));
+	}
+
+	if (o.sku)
+		ReadCounters(&o, o.sku);
+	return MakeResult(fcinfo, &o);
+}
+
+PG_FUNCTION_INFO_V1(inventory_confirm);
+Datum
+inventory_confirm(PG_FUNCTION_ARGS)
+{
+	return SettleCall(fcinfo, OP_CONFIRM);
+}
+
+PG_FUNCTION_INFO_V1(inventory_cancel);
+Datum
+inventory_cancel(PG_FUNCTION_ARGS)
+{
+	return SettleCall(fcinfo, OP_CANCEL);
+}
+
+PG_FUNCTION_INFO_V1(inventory_extend);
+Datum
+inventory_extend(PG_FUNCTION_ARGS)
+{
+	return SettleCall(fcinfo, OP_EXTEND);
+}
+
+/* ---- restock and adjust ---- */
+
+PG_FUNCTION_INFO_V1(inventory_restock);
+Datum
+inventory_restock(PG_FUNCTION_ARGS)
+{
+	text	   *sku = ArgSku(fcinfo, 0);
+	int64		qty = ArgQuantity(fcinfo, 1, "qty", false);
+	text	   *order_id = ArgOrderId(fcinfo, 2);
+	int32		batch_id = ArgBatchId(fcinfo, 3);
+	Outcome		o;
+	InvKey		key;
+	InvView		view;
+	LedgerMovement m;
+	Datum		values[4];
+	uint64		inserted;
+
+	memset(&o, 0, sizeof(o));
+	o.sku = text_to_cstring(sku);
+	o.has_qty = true;
+	o.qty = qty;
+
+	if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
+							batch_id, &m))
+	{
+		CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
+		PendingPin(&key);
+
+		values[0] = PointerGetDatum(order_id);
+		values[1] = Int32GetDatum(batch_id);
+		values[2] = PointerGetDatum(sku);
+		values[3] = Int64GetDatum(qty);
+		SPI_connect();
+		if (!PendingSkuExists(&key))
+			Exec(&insert_sku, &values[2], NULL);
+		inserted = Exec(&insert_restock, values, NULL);
+		SPI_finish();
+
+		if (inserted == 1)
+		{
+			o.ok = true;
+			o.status = "ok";
+			ReadCounters(&o, o.sku);
+			return MakeResult(fcinfo, &o);
+		}
+		if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
+								batch_id, &m))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not restock: the key changed concurrently"),
+					 errhint("Retry the call.")));
+	}
+
+	if (m.kind != INV_KIND_RESTOCK || !SameSku(&m, sku) || m.qty != qty)
+		KeyReuseError(order_id, batch_id, &m);
+	SetMovement(&o, &m);
+	o.ok = true;
+	o.status = "duplicate";
+	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
+	if (CacheRead(&key, true, &view))
+		SetCounters(&o, &view);
+	return MakeResult(fcinfo, &o);
+}
+
+PG_FUNCTION_INFO_V1(inventory_adjust);
+Datum
+inventory_adjust(PG_FUNCTION_ARGS)
+{
+	text	   *sku = ArgSku(fcinfo, 0);
+	int64		counted = ArgQuantity(fcinfo, 1, "on_hand", true);
+	text	   *order_id = ArgOrderId(fcinfo, 2);
+	int32		batch_id = ArgBatchId(fcinfo, 3);
+	bool		has_expected = !PG_ARGISNULL(4);
+	int64		expected = has_expected ? PG_GETARG_INT64(4) : 0;
+	Outcome		o;
+	InvKey		key;
+	InvView		view;
+	LedgerMovement m;
+
+	memset(&o, 0, sizeof(o));
+	o.sku = text_to_cstring(sku);
+	o.has_qty = true;
+	o.qty = counted;
+
+	if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
+							batch_id, &m))
+	{
+		Datum		values[5];
+		uint64		found;
+		int64		delta;
+		InvAdmit	admit;
+
+		CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
+
+		/* stocktakes of one SKU take turns, so each counts from the last */
+		values[0] = PointerGetDatum(sku);
+		SPI_connect();
+		found = Exec(&lock_sku, values, NULL);
+		SPI_finish();
+		if (found == 0)
+		{
+			o.status = "unknown_sku";
+			return MakeResult(fcinfo, &o);
+		}
+
+		admit = PendingStocktake(&key, counted, has_expected ? &expected : NULL,
+								 &delta, &view);
+		SetCounters(&o, &view);
+		if (admit != INV_ADMIT_OK)
+		{
+			o.status = admit == INV_ADMIT_UNKNOWN ? "unknown_sku" :
+				admit == INV_ADMIT_CONFLICT ? "version_conflict" : "insufficient";
+			return MakeResult(fcinfo, &o);
+		}
+
+		values[0] = PointerGetDatum(order_id);
+		values[1] = Int32GetDatum(batch_id);
+		values[2] = PointerGetDatum(sku);
+		values[3] = Int64GetDatum(delta);
+		values[4] = Int64GetDatum(counted);
+		SPI_connect();
+		found = Exec(&insert_adjust, values, NULL);
+		SPI_finish();
+		if (found == 1)
+		{
+			o.ok = true;
+			o.status = "ok";
+			return MakeResult(fcinfo, &o);
+		}
+		PendingDropUnbound(&key);
+		if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
+								batch_id, &m))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not adjust: the key changed concurrently"),
+					 errhint("Retry the call.")));
+	}
+
+	if (m.kind != INV_KIND_ADJUST || !SameSku(&m, sku) || m.counted != counted)
+		KeyReuseError(order_id, batch_id, &m);
+	SetMovement(&o, &m);
+	o.ok = true;
+	o.status = "duplicate";
+	ReadCounters(&o, o.sku);
+	return MakeResult(fcinfo, &o);
+}
+
+/* ---- available and expire ---- */
+
+PG_FUNCTION_INFO_V1(inventory_available);
+Datum
+inventory_available(PG_FUNCTION_ARGS)
+{
+	text	   *sku = ArgSku(fcinfo, 0);
+	InvKey		key;
+	InvView		view;
+
+	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
+	if (!CacheRead(&key, true, &view))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(InvViewAvailable(&view));
+}
+
+/*
+ * Expires up to max_rows overdue PENDING reservations (all when negative),
+ * oldest first, skipping any that a buyer has locked.  The trigger returns
+ * their units to available at commit.
+ */
+int64
+ExpireOverdue(int64 max_rows)
+{
+	Datum		values[2];
+	char		nulls[3] = "  ";
+	uint64		n;
+
+	values[0] = TimestampTzGetDatum(GetCurrentStatementStartTimestamp());
+	values[1] = Int64GetDatum(max_rows);
+	if (max_rows < 0)
+		nulls[1] = 'n';
+	SPI_connect();
+	n = Exec(&expire_batch, values, nulls);
+	SPI_finish();
+	return (int64) n;
+}
+
+PG_FUNCTION_INFO_V1(inventory_expire);
+Datum
+inventory_expire(PG_FUNCTION_ARGS)
+{
+	int64		max_rows = -1;
+
+	if (!PG_ARGISNULL(0))
+	{
+		max_rows = PG_GETARG_INT32(0);
+		if (max_rows < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_rows must not be negative"),
+					 errhint("Pass NULL to expire every overdue reservation.")));
+	}
+	PG_RETURN_INT64(ExpireOverdue(max_rows));
+}

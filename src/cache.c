@@ -1,0 +1,687 @@
+/*
+ * cache.c
+ *	  The shared-memory hot-counter cache.
+ *
+ * One entry per SKU holds the SKU's committed counters (on_hand, reserved,
+ * version), the escrow of changes still in flight (holds: units that
+ * uncommitted transactions will take out of available; incoming: units they
+ * will add to on_hand), the number of transactions pinning it, and its
+ * statistics.  Entries are loaded lazily from the tables through
+ * inventory.stock and can be rebuilt from them at any time: the tables are
+ * the truth, this is a cache.
+ *
+ * Admission -- is there enough? -- is decided here, under the entry's
+ * spinlock, without reading or writing any table: a reservation takes a hold
+ * when on_hand - reserved - holds >= qty.  At commit the transaction turns
+ * its holds into committed changes; at abort it returns them (xact.c).
+ *
+ * Locking contract
+ * ----------------
+ * inv->lock, an LWLock, protects the hash table's structure:
+ *	 - hold it in shared mode to look an entry up, and to use an entry that
+ *	   the caller has not pinned;
+ *	 - hold it in exclusive mode to insert or remove an entry.
+ * entry->mutex, a spinlock, protects every field of an entry but its key.
+ *	 Hold it for a few instructions only: never across anything that can
+ *	 fail, allocate or sleep.  Take it after inv->lock, never the reverse,
+ *	 and never two at once.
+ * A pinned entry (pins > 0) and a loading entry are never removed.  A
+ *	 backend that pinned an entry may therefore use it, under its spinlock,
+ *	 without inv->lock until it unpins it at the end of its transaction.
+ * A loading entry is a placeholder inserted by the backend that reads the
+ *	 SKU's counters from the tables; nobody else reads or changes it until
+ *	 its loader clears 'loading' and broadcasts inv->loaded.  Because every
+ *	 change to a SKU pins its entry first, no change can be in flight while
+ *	 the entry is absent or loading, and the loader's fresh snapshot -- taken
+ *	 after the placeholder is in place -- sees every committed change.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/int.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "port/atomics.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+
+#include "cache.h"
+#include "catalog.h"
+#include "ledger.h"
+
+struct InvEntry
+{
+	InvKey		key;
+	slock_t		mutex;
+	bool		loading;		/* placeholder being filled by its loader */
+	bool		exists;			/* the SKU has a committed row */
+	bool		dropping;		/* a transaction is deleting the SKU's row */
+	int32		pins;
+	int64		on_hand;
+	int64		reserved;
+	int64		version;
+	int64		holds;
+	int64		incoming;
+	uint64		gen;
+	TimestampTz last_used;
+	TimestampTz loaded_at;
+	InvCounters stats;
+};
+
+typedef struct InvShared
+{
+	LWLock	   *lock;
+	ConditionVariable loaded;	/* a load finished, or failed */
+	pg_atomic_uint64 loads;
+	pg_atomic_uint64 evictions;
+} InvShared;
+
+static InvShared *inv = NULL;
+static HTAB *inv_hash = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* Share of the idle entries evicted at once when the cache is full. */
+#define EVICT_FRACTION	0.05
+
+static Size
+CacheShmemSize(void)
+{
+	return add_size(MAXALIGN(sizeof(InvShared)),
+					hash_estimate_size(inv_max_skus, sizeof(InvEntry)));
+}
+
+static void
+CacheShmemRequest(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(CacheShmemSize());
+	RequestNamedLWLockTranche("inventory", 1);
+}
+
+static void
+CacheShmemStartup(void)
+{
+	HASHCTL		info;
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	inv = ShmemInitStruct("inventory", sizeof(InvShared), &found);
+	if (!found)
+	{
+		inv->lock = &(GetNamedLWLockTranche("inventory"))->lock;
+		ConditionVariableInit(&inv->loaded);
+		pg_atomic_init_u64(&inv->loads, 0);
+		pg_atomic_init_u64(&inv->evictions, 0);
+	}
+	info.keysize = sizeof(InvKey);
+	info.entrysize = sizeof(InvEntry);
+	inv_hash = ShmemInitHash("inventory skus", inv_max_skus, inv_max_skus,
+							 &info, HASH_ELEM | HASH_BLOBS);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+CacheInstallHooks(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = CacheShmemRequest;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = CacheShmemStartup;
+}
+
+void
+CacheMakeKey(InvKey *key, const char *sku, int len)
+{
+	Assert(len > 0 && len <= INV_SKU_MAXLEN);
+	memset(key, 0, sizeof(InvKey));
+	key->dbid = MyDatabaseId;
+	key->relid = InvGetCatalog()->ledger_rel;
+	memcpy(key->sku, sku, len);
+}
+
+const InvKey *
+CacheEntryKey(InvEntry *entry)
+{
+	return &entry->key;
+}
+
+/* Copies the counters; the caller holds entry->mutex. */
+static inline void
+FillView(InvEntry *entry, InvView *view)
+{
+	view->exists = entry->exists;
+	view->on_hand = entry->on_hand;
+	view->reserved = entry->reserved;
+	view->version = entry->version;
+	view->holds = entry->holds;
+	view->incoming = entry->incoming;
+	view->pins = entry->pins;
+	view->gen = entry->gen;
+}
+
+static int
+CompareLastUsed(const void *a, const void *b)
+{
+	TimestampTz ta = (*(InvEntry *const *) a)->last_used;
+	TimestampTz tb = (*(InvEntry *const *) b)->last_used;
+
+	return (ta > tb) - (ta < tb);
+}
+
+/*
+ * Makes room by removing the least recently used idle entries.  The caller
+ * holds inv->lock exclusively.  An entry with changes in flight is pinned
+ * and stays.
+ */
+static void
+EntryEvict(void)
+{
+	HASH_SEQ_STATUS status;
+	InvEntry   *entry;
+	InvEntry  **idle;
+	int			nidle = 0;
+	int			nevict;
+
+	idle = palloc(hash_get_num_entries(inv_hash) * sizeof(InvEntry *));
+	hash_seq_init(&status, inv_hash);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (entry->pins == 0 && !entry->loading)
+			idle[nidle++] = entry;
+	}
+
+	if (nidle == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("inventory cache is full"),
+				 errdetail("All %ld cached SKUs have changes in flight.",
+						   hash_get_num_entries(inv_hash)),
+				 errhint("Raise inventory.max_skus and restart the server.")));
+
+	qsort(idle, nidle, sizeof(InvEntry *), CompareLastUsed);
+	nevict = Max(1, (int) (nidle * EVICT_FRACTION));
+	for (int i = 0; i < nevict; i++)
+		hash_search(inv_hash, &idle[i]->key, HASH_REMOVE, NULL);
+	pg_atomic_fetch_add_u64(&inv->evictions, nevict);
+	pfree(idle);
+}
+
+/* Reads the SKU's counters from the tables into a new entry. */
+static void
+EntryLoad(const InvKey *key)
+{
+	const InvCatalog *cat = InvGetCatalog();
+	InvEntry   *entry;
+	InvEffect	truth;
+	bool		found;
+	bool		exists;
+
+	/*
+	 * Take the table locks the load needs before the placeholder exists, so
+	 * that a backend waiting for the load never waits behind a lock request
+	 * (DROP EXTENSION, say) that waits for that backend.
+	 */
+	LockRelationOid(cat->sku_rel, AccessShareLock);
+	LockRelationOid(cat->ledger_rel, AccessShareLock);
+
+	LWLockAcquire(inv->lock, LW_EXCLUSIVE);
+	entry = hash_search(inv_hash, key, HASH_FIND, NULL);
+	if (entry != NULL)
+	{
+		/* another backend got there first */
+		LWLockRelease(inv->lock);
+		return;
+	}
+	if (hash_get_num_entries(inv_hash) >= inv_max_skus)
+		EntryEvict();
+	entry = hash_search(inv_hash, key, HASH_ENTER_NULL, &found);
+	if (entry == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of shared memory for the inventory cache"),
+				 errhint("Lower inventory.max_skus or free shared memory used by other extensions.")));
+	Assert(!found);
+	SpinLockInit(&entry->mutex);
+	entry->loading = true;
+	entry->exists = false;
+	entry->dropping = false;
+	entry->pins = 0;
+	entry->on_hand = entry->reserved = entry->version = 0;
+	entry->holds = entry->incoming = 0;
+	entry->gen = 0;
+	entry->last_used = entry->loaded_at = GetCurrentTimestamp();
+	memset(&entry->stats, 0, sizeof(InvCounters));
+	LWLockRelease(inv->lock);
+
+	PG_TRY();
+	{
+		exists = LedgerReadTruth(key->sku, &truth);
+	}
+	PG_CATCH();
+	{
+		LWLockAcquire(inv->lock, LW_EXCLUSIVE);
+		hash_search(inv_hash, key, HASH_REMOVE, NULL);
+		LWLockRelease(inv->lock);
+		ConditionVariableBroadcast(&inv->loaded);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	SpinLockAcquire(&entry->mutex);
+	entry->exists = exists;
+	entry->on_hand = truth.on_hand;
+	entry->reserved = truth.reserved;
+	entry->version = truth.version;
+	entry->loading = false;
+	SpinLockRelease(&entry->mutex);
+
+	pg_atomic_fetch_add_u64(&inv->loads, 1);
+	ConditionVariableBroadcast(&inv->loaded);
+}
+
+/* Sleeps until the entry for key is no longer loading (or gone). */
+static void
+EntryWaitLoaded(const InvKey *key)
+{
+	ConditionVariablePrepareToSleep(&inv->loaded);
+	for (;;)
+	{
+		InvEntry   *entry;
+		bool		loading = false;
+
+		LWLockAcquire(inv->lock, LW_SHARED);
+		entry = hash_search(inv_hash, key, HASH_FIND, NULL);
+		if (entry != NULL)
+		{
+			SpinLockAcquire(&entry->mutex);
+			loading = entry->loading;
+			SpinLockRelease(&entry->mutex);
+		}
+		LWLockRelease(inv->lock);
+		if (!loading)
+			break;
+		ConditionVariableSleep(&inv->loaded, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+}
+
+/*
+ * Returns the loaded entry for key, loading it first if needed.  Returns
+ * with inv->lock held in shared mode; the caller releases it.
+ */
+static InvEntry *
+EntryGet(const InvKey *key)
+{
+	if (inv == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("inventory shared memory is not initialized"),
+				 errhint("Add inventory to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	for (;;)
+	{
+		InvEntry   *entry;
+		bool		loading;
+
+		LWLockAcquire(inv->lock, LW_SHARED);
+		entry = hash_search(inv_hash, key, HASH_FIND, NULL);
+		if (entry != NULL)
+		{
+			SpinLockAcquire(&entry->mutex);
+			loading = entry->loading;
+			SpinLockRelease(&entry->mutex);
+			if (!loading)
+				return entry;
+			LWLockRelease(inv->lock);
+			EntryWaitLoaded(key);
+			continue;
+		}
+		LWLockRelease(inv->lock);
+		EntryLoad(key);
+	}
+}
+
+/*
+ * Pins the entry for a change that is about to be written.  The caller
+ * (xact.c) records the pin and unpins at the end of the transaction.
+ */
+InvEntry *
+CachePin(const InvKey *key)
+{
+	InvEntry   *entry = EntryGet(key);
+	bool		dropping;
+
+	SpinLockAcquire(&entry->mutex);
+	dropping = entry->dropping;
+	if (!dropping)
+	{
+		entry->pins++;
+		entry->gen++;
+	}
+	entry->last_used = GetCurrentStatementStartTimestamp();
+	SpinLockRelease(&entry->mutex);
+	LWLockRelease(inv->lock);
+
+	if (dropping)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("sku \"%s\" is being deleted by another transaction",
+						key->sku)));
+	return entry;
+}
+
+/*
+ * Escrow admission: takes a hold of qty units when available allows it and,
+ * with expected_version, when the committed version equals it and no other
+ * transaction has a change to the SKU in flight.  *entryp is the entry if
+ * the caller's transaction already pins it, else NULL; on success it is set
+ * to the entry, which the caller's transaction now pins.  A refusal changes
+ * nothing but the statistics.
+ */
+InvAdmit
+CacheAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
+		   const int64 *expected_version, InvView *view)
+{
+	InvEntry   *entry = *entryp;
+	bool		mine = (entry != NULL);
+	InvAdmit	result;
+
+	if (!mine)
+		entry = EntryGet(key);
+
+	SpinLockAcquire(&entry->mutex);
+	if (!entry->exists || (entry->dropping && !mine))
+		result = INV_ADMIT_UNKNOWN;
+	else if (expected_version != NULL &&
+			 (entry->version != *expected_version ||
+			  entry->pins > (mine ? 1 : 0)))
+	{
+		result = INV_ADMIT_CONFLICT;
+		entry->stats.conflicts++;
+	}
+	else if (entry->on_hand - entry->reserved - entry->holds < qty)
+	{
+		result = INV_ADMIT_INSUFFICIENT;
+		entry->stats.rejects++;
+	}
+	else
+	{
+		result = INV_ADMIT_OK;
+		entry->holds += qty;
+		if (!mine)
+		{
+			entry->pins++;
+			entry->gen++;
+		}
+	}
+	entry->last_used = GetCurrentStatementStartTimestamp();
+	FillView(entry, view);
+	SpinLockRelease(&entry->mutex);
+
+	if (!mine)
+		LWLockRelease(inv->lock);
+	if (result == INV_ADMIT_OK)
+		*entryp = entry;
+	return result;
+}
+
+/*
+ * Stocktake admission on an entry the caller pins: turns an absolute count
+ * into a change of on_hand against the committed value (plus the caller's
+ * own uncommitted changes, own_on_hand), and holds the units
+ * a decrease takes out of available.  An increase is registered as incoming
+ * by the trigger, like a restock.
+ */
+InvAdmit
+CacheStocktake(InvEntry *entry, int64 counted, int64 own_on_hand,
+			   const int64 *expected_version, int64 *delta, InvView *view)
+{
+	InvAdmit	result;
+
+	SpinLockAcquire(&entry->mutex);
+	*delta = counted - (entry->on_hand + own_on_hand);
+	if (!entry->exists)
+		result = INV_ADMIT_UNKNOWN;
+	else if (expected_version != NULL &&
+			 (entry->version != *expected_version || entry->pins > 1))
+	{
+		result = INV_ADMIT_CONFLICT;
+		entry->stats.conflicts++;
+	}
+	else if (*delta < 0 &&
+			 entry->on_hand - entry->reserved - entry->holds < -*delta)
+		result = INV_ADMIT_INSUFFICIENT;
+	else
+	{
+		result = INV_ADMIT_OK;
+		if (*delta < 0)
+			entry->holds += -*delta;
+	}
+	FillView(entry, view);
+	SpinLockRelease(&entry->mutex);
+	return result;
+}
+
+/* Registers units a pinned transaction will add to on_hand. */
+void
+CacheAddIncoming(InvEntry *entry, int64 qty)
+{
+	int64		sum;
+	bool		overflow;
+
+	SpinLockAcquire(&entry->mutex);
+	overflow = pg_add_s64_overflow(entry->on_hand, entry->incoming, &sum) ||
+		pg_add_s64_overflow(sum, qty, &sum);
+	if (!overflow)
+		entry->incoming += qty;
+	SpinLockRelease(&entry->mutex);
+
+	if (overflow)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("on_hand of sku \"%s\" would be out of range",
+						entry->key.sku),
+				 errdetail("On hand and the units being added exceed %lld.",
+						   (long long) PG_INT64_MAX)));
+}
+
+/*
+ * Marks the entry as being deleted by the caller's transaction, which pins
+ * it.  Fails when any other transaction has a change to the SKU in flight.
+ */
+bool
+CacheSetDropping(InvEntry *entry)
+{
+	bool		ok;
+
+	SpinLockAcquire(&entry->mutex);
+	ok = entry->pins == 1;
+	if (ok)
+		entry->dropping = true;
+	SpinLockRelease(&entry->mutex);
+	return ok;
+}
+
+/* Returns holds and incoming of work undone (a rolled-back savepoint). */
+void
+CacheRelease(InvEntry *entry, int64 hold, int64 incoming)
+{
+	SpinLockAcquire(&entry->mutex);
+	entry->holds -= hold;
+	entry->incoming -= incoming;
+	SpinLockRelease(&entry->mutex);
+}
+
+/*
+ * The end of a pinning transaction: applies its committed changes (zero
+ * after an abort), returns its holds and unpins.  Runs in the commit and
+ * abort callbacks, so it must not fail.
+ */
+void
+CacheSettle(InvEntry *entry, const InvSettle *s)
+{
+	SpinLockAcquire(&entry->mutex);
+	entry->on_hand += s->delta.on_hand;
+	entry->reserved += s->delta.reserved;
+	entry->version += s->delta.version;
+	entry->holds -= s->hold;
+	entry->incoming -= s->incoming;
+	if (s->exists > 0)
+		entry->exists = true;
+	else if (s->exists < 0)
+		entry->exists = false;
+	if (s->was_dropping)
+		entry->dropping = false;
+	entry->stats.reserves += s->counts.reserves;
+	entry->stats.confirms += s->counts.confirms;
+	entry->stats.cancels += s->counts.cancels;
+	entry->stats.expiries += s->counts.expiries;
+	entry->stats.restocks += s->counts.restocks;
+	entry->stats.adjusts += s->counts.adjusts;
+	entry->pins--;
+	entry->gen++;
+	SpinLockRelease(&entry->mutex);
+}
+
+/* Reads a pinned entry. */
+void
+CacheView(InvEntry *entry, InvView *view)
+{
+	SpinLockAcquire(&entry->mutex);
+	FillView(entry, view);
+	SpinLockRelease(&entry->mutex);
+}
+
+/*
+ * Reads the entry for key, loading it first when load is true.  Returns
+ * false when the entry is absent (and not loaded), still loading, or the
+ * SKU does not exist.
+ */
+bool
+CacheRead(const InvKey *key, bool load, InvView *view)
+{
+	InvEntry   *entry;
+	bool		usable = false;
+
+	if (load)
+		entry = EntryGet(key);
+	else
+	{
+		if (inv == NULL)
+			return false;
+		LWLockAcquire(inv->lock, LW_SHARED);
+		entry = hash_search(inv_hash, key, HASH_FIND, NULL);
+	}
+
+	if (entry != NULL)
+	{
+		SpinLockAcquire(&entry->mutex);
+		usable = !entry->loading && entry->exists;
+		FillView(entry, view);
+		if (load)
+			entry->last_used = GetCurrentStatementStartTimestamp();
+		SpinLockRelease(&entry->mutex);
+	}
+	LWLockRelease(inv->lock);
+	return usable;
+}
+
+static bool
+InThisDatabase(const InvKey *key, Oid relid)
+{
+	return key->dbid == MyDatabaseId && key->relid == relid;
+}
+
+InvEntryCopy *
+CacheCopyEntries(int *count)
+{
+	Oid			relid = InvGetCatalog()->ledger_rel;
+	HASH_SEQ_STATUS status;
+	InvEntry   *entry;
+	InvEntryCopy *copies;
+	int			n = 0;
+
+	if (inv == NULL)
+	{
+		*count = 0;
+		return NULL;
+	}
+
+	LWLockAcquire(inv->lock, LW_SHARED);
+	copies = palloc(Max(1, hash_get_num_entries(inv_hash)) * sizeof(InvEntryCopy));
+	hash_seq_init(&status, inv_hash);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		InvEntryCopy *c = &copies[n];
+		bool		keep;
+
+		if (!InThisDatabase(&entry->key, relid))
+			continue;
+		SpinLockAcquire(&entry->mutex);
+		keep = !entry->loading && entry->exists;
+		FillView(entry, &c->view);
+		c->stats = entry->stats;
+		c->loaded_at = entry->loaded_at;
+		c->last_used = entry->last_used;
+		SpinLockRelease(&entry->mutex);
+		if (keep)
+		{
+			memcpy(c->sku, entry->key.sku, sizeof(c->sku));
+			n++;
+		}
+	}
+	LWLockRelease(inv->lock);
+	*count = n;
+	return copies;
+}
+
+void
+CacheResetStats(void)
+{
+	Oid			relid = InvGetCatalog()->ledger_rel;
+	HASH_SEQ_STATUS status;
+	InvEntry   *entry;
+
+	if (inv == NULL)
+		return;
+	LWLockAcquire(inv->lock, LW_SHARED);
+	hash_seq_init(&status, inv_hash);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (!InThisDatabase(&entry->key, relid))
+			continue;
+		SpinLockAcquire(&entry->mutex);
+		memset(&entry->stats, 0, sizeof(InvCounters));
+		SpinLockRelease(&entry->mutex);
+	}
+	LWLockRelease(inv->lock);
+}
+
+void
+CacheGetInfo(InvCacheInfo *info)
+{
+	info->capacity = inv_max_skus;
+	info->bytes_per_entry = hash_estimate_size(inv_max_skus, sizeof(InvEntry)) / inv_max_skus;
+	info->entries = 0;
+	info->loads = 0;
+	info->evictions = 0;
+	if (inv == NULL)
+		return;
+	LWLockAcquire(inv->lock, LW_SHARED);
+	info->entries = hash_get_num_entries(inv_hash);
+	LWLockRelease(inv->lock);
+	info->loads = pg_atomic_read_u64(&inv->loads);
+	info->evictions = pg_atomic_read_u64(&inv->evictions);
+}

@@ -1,0 +1,116 @@
+/*
+ * cache.h
+ *	  The shared-memory hot-counter cache: one entry per SKU, with escrow
+ *	  holds.  See the locking contract at the top of cache.c.
+ */
+#ifndef INVENTORY_CACHE_H
+#define INVENTORY_CACHE_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+
+#include "inventory.h"
+#include "ledger.h"
+
+/* Entries of every database share one table. */
+typedef struct InvKey
+{
+	Oid			dbid;
+	Oid			relid;			/* inventory.ledger: a re-created extension
+								 * starts with fresh entries */
+	char		sku[INV_SKU_MAXLEN + 1];	/* zero-padded */
+} InvKey;
+
+typedef struct InvEntry InvEntry;
+
+/* Per-SKU statistics, in the style of pg_stat_statements. */
+typedef struct InvCounters
+{
+	int64		reserves;		/* reservations committed */
+	int64		rejects;		/* reserve refused: not enough available */
+	int64		conflicts;		/* version-checked call refused */
+	int64		confirms;
+	int64		cancels;
+	int64		expiries;
+	int64		restocks;
+	int64		adjusts;
+} InvCounters;
+
+/* A consistent copy of an entry's counters. */
+typedef struct InvView
+{
+	bool		exists;
+	int64		on_hand;		/* committed */
+	int64		reserved;		/* committed */
+	int64		version;		/* committed */
+	int64		holds;			/* in flight: decreases of available */
+	int64		incoming;		/* in flight: increases of on_hand */
+	int32		pins;			/* transactions with changes in flight */
+	uint64		gen;			/* bumped at every pin and unpin */
+} InvView;
+
+#define InvViewAvailable(v) ((v)->on_hand - (v)->reserved - (v)->holds)
+
+typedef enum InvAdmit
+{
+	INV_ADMIT_OK,
+	INV_ADMIT_INSUFFICIENT,
+	INV_ADMIT_CONFLICT,
+	INV_ADMIT_UNKNOWN
+} InvAdmit;
+
+/* What a transaction hands back to an entry when it ends. */
+typedef struct InvSettle
+{
+	InvEffect	delta;			/* committed change of the counters */
+	int64		hold;			/* holds to return */
+	int64		incoming;		/* incoming to return */
+	int			exists;			/* +1 created, -1 deleted, 0 unchanged */
+	bool		was_dropping;	/* this transaction set the dropping flag */
+	InvCounters counts;
+} InvSettle;
+
+extern void CacheInstallHooks(void);
+extern void CacheMakeKey(InvKey *key, const char *sku, int len);
+
+extern InvEntry *CachePin(const InvKey *key);
+extern InvAdmit CacheAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
+						   const int64 *expected_version, InvView *view);
+extern InvAdmit CacheStocktake(InvEntry *entry, int64 counted,
+							   int64 own_on_hand,
+							   const int64 *expected_version, int64 *delta,
+							   InvView *view);
+extern void CacheAddIncoming(InvEntry *entry, int64 qty);
+extern bool CacheSetDropping(InvEntry *entry);
+extern void CacheRelease(InvEntry *entry, int64 hold, int64 incoming);
+extern void CacheSettle(InvEntry *entry, const InvSettle *settle);
+extern void CacheView(InvEntry *entry, InvView *view);
+extern const InvKey *CacheEntryKey(InvEntry *entry);
+extern bool CacheRead(const InvKey *key, bool load, InvView *view);
+
+/* this database's entries, for the statistics view and verify() */
+typedef struct InvEntryCopy
+{
+	char		sku[INV_SKU_MAXLEN + 1];
+	InvView		view;
+	InvCounters stats;
+	TimestampTz loaded_at;
+	TimestampTz last_used;
+} InvEntryCopy;
+
+extern InvEntryCopy *CacheCopyEntries(int *count);
+extern void CacheResetStats(void);
+
+typedef struct InvCacheInfo
+{
+	int64		capacity;
+	int64		entries;
+	int64		bytes_per_entry;
+	int64		loads;
+	int64		evictions;
+} InvCacheInfo;
+
+extern void CacheGetInfo(InvCacheInfo *info);
+
+#endif							/* INVENTORY_CACHE_H */

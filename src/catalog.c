@@ -1,0 +1,111 @@
+/*
+ * catalog.c
+ *	  Finds the extension's schema, tables, index and type in the current
+ *	  database, and remembers them until a relcache invalidation says they
+ *	  may have changed (DROP EXTENSION followed by CREATE EXTENSION gives
+ *	  them new OIDs).  Callers that keep derived state, such as prepared
+ *	  plans, compare the epoch to know when to rebuild it.
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "catalog.h"
+
+static InvCatalog catalog;
+static bool catalog_valid = false;
+static bool callback_registered = false;
+
+static void
+InvalidateCatalog(Datum arg, Oid relid)
+{
+	if (!catalog_valid)
+		return;
+	if (relid == InvalidOid ||
+		relid == catalog.sku_rel ||
+		relid == catalog.ledger_rel ||
+		relid == catalog.ledger_key_index)
+	{
+		catalog_valid = false;
+		catalog.epoch++;
+	}
+}
+
+static Oid
+RequiredRelation(const char *name)
+{
+	Oid			relid = get_relname_relid(name, catalog.schema);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation \"inventory.%s\" does not exist", name),
+				 errhint("Recreate the extension with DROP EXTENSION inventory and CREATE EXTENSION inventory.")));
+	return relid;
+}
+
+static AttrNumber
+RequiredColumn(Oid relid, const char *name)
+{
+	AttrNumber	attnum = get_attnum(relid, name);
+
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"inventory.%s\" does not exist",
+						name, get_rel_name(relid)),
+				 errhint("Recreate the extension with DROP EXTENSION inventory and CREATE EXTENSION inventory.")));
+	return attnum;
+}
+
+const InvCatalog *
+InvGetCatalog(void)
+{
+	if (catalog_valid)
+		return &catalog;
+
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(InvalidateCatalog, (Datum) 0);
+		callback_registered = true;
+	}
+
+	if (!OidIsValid(get_extension_oid("inventory", true)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"inventory\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION inventory.")));
+
+	catalog.schema = get_namespace_oid("inventory", false);
+	catalog.sku_rel = RequiredRelation("sku");
+	catalog.ledger_rel = RequiredRelation("ledger");
+	catalog.ledger_key_index = RequiredRelation("ledger_pkey");
+	catalog.state_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+										 CStringGetDatum("state"),
+										 ObjectIdGetDatum(catalog.schema));
+	if (!OidIsValid(catalog.state_type))
+		elog(ERROR, "type inventory.state does not exist");
+
+	catalog.l_order_id = RequiredColumn(catalog.ledger_rel, "order_id");
+	catalog.l_batch_id = RequiredColumn(catalog.ledger_rel, "batch_id");
+	catalog.l_kind = RequiredColumn(catalog.ledger_rel, "kind");
+	catalog.l_sku = RequiredColumn(catalog.ledger_rel, "sku");
+	catalog.l_qty = RequiredColumn(catalog.ledger_rel, "qty");
+	catalog.l_counted = RequiredColumn(catalog.ledger_rel, "counted");
+	catalog.l_state = RequiredColumn(catalog.ledger_rel, "state");
+	catalog.l_created_at = RequiredColumn(catalog.ledger_rel, "created_at");
+	catalog.l_expires_at = RequiredColumn(catalog.ledger_rel, "expires_at");
+	catalog.l_settled_at = RequiredColumn(catalog.ledger_rel, "settled_at");
+	catalog.l_folded = RequiredColumn(catalog.ledger_rel, "folded");
+	catalog.s_sku = RequiredColumn(catalog.sku_rel, "sku");
+	catalog.s_on_hand = RequiredColumn(catalog.sku_rel, "on_hand");
+	catalog.s_version = RequiredColumn(catalog.sku_rel, "version");
+
+	catalog_valid = true;
+	return &catalog;
+}

@@ -1,0 +1,41 @@
+/*
+ * catalog.h
+ *	  Where this database keeps the extension's relations.
+ */
+#ifndef INVENTORY_CATALOG_H
+#define INVENTORY_CATALOG_H
+
+#include "postgres.h"
+
+typedef struct InvCatalog
+{
+	Oid			schema;
+	Oid			sku_rel;
+	Oid			ledger_rel;
+	Oid			ledger_key_index;	/* UNIQUE (order_id, batch_id) */
+	Oid			state_type;
+
+	/* column numbers of inventory.ledger */
+	AttrNumber	l_order_id;
+	AttrNumber	l_batch_id;
+	AttrNumber	l_kind;
+	AttrNumber	l_sku;
+	AttrNumber	l_qty;
+	AttrNumber	l_counted;
+	AttrNumber	l_state;
+	AttrNumber	l_created_at;
+	AttrNumber	l_expires_at;
+	AttrNumber	l_settled_at;
+	AttrNumber	l_folded;
+
+	/* column numbers of inventory.sku */
+	AttrNumber	s_sku;
+	AttrNumber	s_on_hand;
+	AttrNumber	s_version;
+
+	uint64		epoch;			/* grows whenever the above may have changed */
+} InvCatalog;
+
+extern const InvCatalog *InvGetCatalog(void);
+
+#endif							/* INVENTORY_CATALOG_H */

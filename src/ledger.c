@@ -1,0 +1,309 @@
+/*
+ * ledger.c
+ *	  The rules of the ledger's data.
+ *
+ * A SKU's counters are the fold of its base row in inventory.sku and its
+ * unfolded ledger rows.  LedgerEffect() is the one definition of what a row
+ * contributes; the inventory.stock view calls it through the effect_*
+ * functions, the trigger calls it to turn a row change into a change of the
+ * counters, and the cache is loaded from the view.  Nothing else computes
+ * counters from rows.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "catalog.h"
+#include "ledger.h"
+
+static const char *const kind_names[] = {
+	[INV_KIND_RESERVE] = "reserve",
+	[INV_KIND_RESTOCK] = "restock",
+	[INV_KIND_ADJUST] = "adjust",
+};
+
+InvKind
+LedgerParseKind(const char *str, int len)
+{
+	for (int k = INV_KIND_RESERVE; k <= INV_KIND_ADJUST; k++)
+	{
+		if ((size_t) len == strlen(kind_names[k]) &&
+			memcmp(str, kind_names[k], len) == 0)
+			return (InvKind) k;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("invalid ledger kind \"%.*s\"", len, str),
+			 errdetail("A movement is a reserve, a restock or an adjust.")));
+	pg_unreachable();
+}
+
+const char *
+LedgerKindName(InvKind kind)
+{
+	return kind_names[kind];
+}
+
+/*
+ * A reservation holds its quantity while PENDING and removes it from on_hand
+ * once CONFIRMED.  Every committed change counts one version: a reservation
+ * counts one when made and one when settled; a restock or a stocktake one.
+ */
+void
+LedgerEffect(InvKind kind, bool has_state, InvState state, int64 qty,
+			 InvEffect *effect)
+{
+	effect->on_hand = 0;
+	effect->reserved = 0;
+	effect->version = 1;
+
+	switch (kind)
+	{
+		case INV_KIND_RESERVE:
+			if (!has_state || state == INV_PENDING)
+				effect->reserved = qty;
+			else
+			{
+				effect->version = 2;
+				if (state == INV_CONFIRMED)
+					effect->on_hand = -qty;
+			}
+			break;
+		case INV_KIND_RESTOCK:
+		case INV_KIND_ADJUST:
+			effect->on_hand = qty;
+			break;
+	}
+}
+
+static void
+CheckKey(const char *what, const char *str, int len, int maxlen)
+{
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be empty", what)));
+	if (len > maxlen)
+		ereport(ERROR,
+				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+				 errmsg("%s is too long", what),
+				 errdetail("It has %d bytes; at most %d are allowed.", len, maxlen)));
+}
+
+void
+LedgerCheckSku(const char *sku, int len)
+{
+	CheckKey("sku", sku, len, INV_SKU_MAXLEN);
+}
+
+void
+LedgerCheckOrderId(const char *order_id, int len)
+{
+	CheckKey("order_id", order_id, len, INV_ORDER_ID_MAXLEN);
+}
+
+/*
+ * Looks a movement up by its key, reading only the key's index entry and its
+ * row.  The dirty snapshot sees rows of transactions still in progress: if
+ * another transaction is inserting the key, wait for it to end and look
+ * again, so that a replay is recognised even when the first call has not
+ * committed yet.
+ */
+bool
+LedgerFindMovement(const char *order_id, int len, int32 batch_id,
+				   LedgerMovement *movement)
+{
+	const InvCatalog *cat = InvGetCatalog();
+	Relation	heap;
+	Relation	index;
+	TupleTableSlot *slot;
+	ScanKeyData keys[2];
+	SnapshotData dirty;
+	text	   *order_text = cstring_to_text_with_len(order_id, len);
+	bool		found = false;
+
+	heap = table_open(cat->ledger_rel, AccessShareLock);
+	index = index_open(cat->ledger_key_index, AccessShareLock);
+	slot = table_slot_create(heap, NULL);
+
+	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   index->rd_indcollation[0], F_TEXTEQ,
+						   PointerGetDatum(order_text));
+	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
+						   InvalidOid, F_INT4EQ, Int32GetDatum(batch_id));
+
+	for (;;)
+	{
+		IndexScanDesc scan;
+		TransactionId xwait = InvalidTransactionId;
+
+		InitDirtySnapshot(dirty);
+		scan = index_beginscan(heap, index, &dirty, 2, 0);
+		index_rescan(scan, keys, 2, NULL, 0);
+		if (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			if (TransactionIdIsValid(dirty.xmin))
+				xwait = dirty.xmin;
+			else
+				found = true;
+		}
+		index_endscan(scan);
+
+		if (!TransactionIdIsValid(xwait))
+			break;
+		XactLockTableWait(xwait, heap, &slot->tts_tid, XLTW_None);
+	}
+
+	if (found)
+	{
+		bool		isnull;
+		Datum		d;
+		text	   *t;
+
+		d = slot_getattr(slot, cat->l_kind, &isnull);
+		t = DatumGetTextPP(d);
+		movement->kind = LedgerParseKind(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+
+		d = slot_getattr(slot, cat->l_sku, &isnull);
+		t = DatumGetTextPP(d);
+		text_to_cstring_buffer(t, movement->sku, sizeof(movement->sku));
+
+		movement->qty = DatumGetInt64(slot_getattr(slot, cat->l_qty, &isnull));
+
+		d = slot_getattr(slot, cat->l_counted, &isnull);
+		movement->has_counted = !isnull;
+		movement->counted = isnull ? 0 : DatumGetInt64(d);
+
+		d = slot_getattr(slot, cat->l_state, &isnull);
+		movement->has_state = !isnull;
+		movement->state = isnull ? INV_PENDING : DatumGetInvState(d);
+
+		d = slot_getattr(slot, cat->l_expires_at, &isnull);
+		movement->has_expires_at = !isnull;
+		movement->expires_at = isnull ? 0 : DatumGetTimestampTz(d);
+	}
+
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	pfree(order_text);
+	return found;
+}
+
+/*
+ * Reads a SKU's counters from the tables through inventory.stock, with a
+ * fresh snapshot rather than the transaction's: the cache must hold what is
+ * committed now, whatever the caller's isolation level.  Returns false when
+ * the SKU does not exist.
+ */
+bool
+LedgerReadTruth(const char *sku, InvEffect *truth)
+{
+	static SPIPlanPtr plan = NULL;
+	static uint64 plan_epoch = 0;
+	const InvCatalog *cat = InvGetCatalog();
+	Datum		arg = CStringGetTextDatum(sku);
+	bool		found;
+
+	SPI_connect();
+	if (plan == NULL || plan_epoch != cat->epoch)
+	{
+		Oid			argtypes[1] = {TEXTOID};
+		SPIPlanPtr	p;
+
+		if (plan)
+			SPI_freeplan(plan);
+		plan = NULL;
+		p = SPI_prepare("SELECT on_hand, reserved, version FROM inventory.stock"
+						" WHERE sku OPERATOR(pg_catalog.=) $1",
+						1, argtypes);
+		if (p == NULL)
+			elog(ERROR, "could not prepare the stock query: %s",
+				 SPI_result_code_string(SPI_result));
+		SPI_keepplan(p);
+		plan = p;
+		plan_epoch = cat->epoch;
+	}
+
+	if (SPI_execute_snapshot(plan, &arg, NULL, GetLatestSnapshot(),
+							 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the stock of SKU \"%s\"", sku);
+
+	found = SPI_processed == 1;
+	if (found)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		truth->on_hand = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		truth->reserved = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+		truth->version = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+	}
+	else
+		memset(truth, 0, sizeof(*truth));
+
+	SPI_finish();
+	return found;
+}
+
+/* SQL access to LedgerEffect(), for inventory.stock. */
+static void
+EffectArgs(FunctionCallInfo fcinfo, InvEffect *effect)
+{
+	text	   *kind;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("kind and qty must not be null")));
+	kind = PG_GETARG_TEXT_PP(0);
+	LedgerEffect(LedgerParseKind(VARDATA_ANY(kind), VARSIZE_ANY_EXHDR(kind)),
+				 !PG_ARGISNULL(1),
+				 PG_ARGISNULL(1) ? INV_PENDING : DatumGetInvState(PG_GETARG_DATUM(1)),
+				 PG_GETARG_INT64(2), effect);
+}
+
+PG_FUNCTION_INFO_V1(inventory_effect_on_hand);
+Datum
+inventory_effect_on_hand(PG_FUNCTION_ARGS)
+{
+	InvEffect	e;
+
+	EffectArgs(fcinfo, &e);
+	PG_RETURN_INT64(e.on_hand);
+}
+
+PG_FUNCTION_INFO_V1(inventory_effect_reserved);
+Datum
+inventory_effect_reserved(PG_FUNCTION_ARGS)
+{
+	InvEffect	e;
+
+	EffectArgs(fcinfo, &e);
+	PG_RETURN_INT64(e.reserved);
+}
+
+PG_FUNCTION_INFO_V1(inventory_effect_version);
+Datum
+inventory_effect_version(PG_FUNCTION_ARGS)
+{
+	InvEffect	e;
+
+	EffectArgs(fcinfo, &e);
+	PG_RETURN_INT64(e.version);
+}

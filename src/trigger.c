@@ -1,0 +1,599 @@
+/*
+ * trigger.c
+ *	  The one enforcement point: every write to inventory.sku and
+ *	  inventory.ledger -- by the API functions, by the worker, or typed by an
+ *	  administrator in psql -- passes inventory_enforce().
+ *
+ * BEFORE each row it checks the rules (the state machine, the columns that
+ * never change, the signs of quantities), fills in what the rules imply
+ * (a new reservation is PENDING; settling stamps settled_at), and pins the
+ * SKU's cache entry.  AFTER each row -- only rows that really landed, which
+ * matters for INSERT ... ON CONFLICT DO NOTHING -- it registers the row's
+ * effect on the SKU's counters, taking the escrow hold a decrease of
+ * available needs; without enough stock the statement fails.  TRUNCATE is
+ * refused.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "cache.h"
+#include "inventory.h"
+#include "ledger.h"
+#include "state.h"
+#include "xact.h"
+
+/* A ledger row, decoded. */
+typedef struct LedgerTuple
+{
+	text	   *order_id;
+	bool		has_batch_id;
+	int32		batch_id;
+	InvKind		kind;
+	text	   *sku;
+	bool		has_qty;
+	int64		qty;
+	bool		has_counted;
+	int64		counted;
+	bool		has_state;
+	InvState	state;
+	bool		has_created_at;
+	TimestampTz created_at;
+	bool		has_expires_at;
+	TimestampTz expires_at;
+	bool		has_settled_at;
+	TimestampTz settled_at;
+	bool		folded;
+} LedgerTuple;
+
+static text *
+GetText(HeapTuple tup, TupleDesc desc, AttrNumber att, const char *column)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tup, att, desc, &isnull);
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("%s must not be null", column)));
+	return DatumGetTextPP(d);
+}
+
+static void
+DecodeLedger(const InvCatalog *cat, HeapTuple tup, TupleDesc desc,
+			 LedgerTuple *row)
+{
+	bool		isnull;
+	Datum		d;
+	text	   *kind;
+
+	row->order_id = GetText(tup, desc, cat->l_order_id, "order_id");
+	row->sku = GetText(tup, desc, cat->l_sku, "sku");
+	kind = GetText(tup, desc, cat->l_kind, "kind");
+	row->kind = LedgerParseKind(VARDATA_ANY(kind), VARSIZE_ANY_EXHDR(kind));
+
+	d = heap_getattr(tup, cat->l_batch_id, desc, &isnull);
+	row->has_batch_id = !isnull;
+	row->batch_id = isnull ? 0 : DatumGetInt32(d);
+	d = heap_getattr(tup, cat->l_qty, desc, &isnull);
+	row->has_qty = !isnull;
+	row->qty = isnull ? 0 : DatumGetInt64(d);
+	d = heap_getattr(tup, cat->l_counted, desc, &isnull);
+	row->has_counted = !isnull;
+	row->counted = isnull ? 0 : DatumGetInt64(d);
+	d = heap_getattr(tup, cat->l_state, desc, &isnull);
+	row->has_state = !isnull;
+	row->state = isnull ? INV_PENDING : DatumGetInvState(d);
+	d = heap_getattr(tup, cat->l_created_at, desc, &isnull);
+	row->has_created_at = !isnull;
+	row->created_at = isnull ? 0 : DatumGetTimestampTz(d);
+	d = heap_getattr(tup, cat->l_expires_at, desc, &isnull);
+	row->has_expires_at = !isnull;
+	row->expires_at = isnull ? 0 : DatumGetTimestampTz(d);
+	d = heap_getattr(tup, cat->l_settled_at, desc, &isnull);
+	row->has_settled_at = !isnull;
+	row->settled_at = isnull ? 0 : DatumGetTimestampTz(d);
+	d = heap_getattr(tup, cat->l_folded, desc, &isnull);
+	row->folded = !isnull && DatumGetBool(d);
+}
+
+static void
+SkuKey(text *sku, InvKey *key)
+{
+	LedgerCheckSku(VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
+	CacheMakeKey(key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
+}
+
+static void
+RowEffect(const LedgerTuple *row, InvEffect *effect)
+{
+	if (row->folded)
+		memset(effect, 0, sizeof(InvEffect));
+	else
+		LedgerEffect(row->kind, row->has_state, row->state, row->qty, effect);
+}
+
+static void
+Immutable(bool changed, const char *column)
+{
+	if (changed)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("column \"%s\" of a ledger movement cannot change", column),
+				 errdetail("A movement records what happened; only a reservation's state, and its expires_at while PENDING, change.")));
+}
+
+static bool
+TextEqual(text *a, text *b)
+{
+	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
+
+static void
+CheckNewMovement(const LedgerTuple *row)
+{
+	LedgerCheckOrderId(VARDATA_ANY(row->order_id), VARSIZE_ANY_EXHDR(row->order_id));
+	if (!row->has_batch_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("batch_id must not be null")));
+	if (!row->has_qty)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("qty must not be null")));
+	if (row->folded)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("a new movement cannot be folded"),
+				 errdetail("Only the worker folds settled movements into inventory.sku.")));
+	if (row->kind != INV_KIND_ADJUST && row->qty <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("qty of a %s must be positive", LedgerKindName(row->kind)),
+				 errdetail("The row has qty %lld.", (long long) row->qty)));
+	if (row->kind == INV_KIND_RESERVE)
+	{
+		if (row->state != INV_PENDING)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("a new reservation must be PENDING, not %s",
+							InvStateName(row->state)),
+					 errdetail("A reservation is settled by confirm, cancel or expiry after it is made.")));
+		if (row->has_settled_at)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("a new reservation cannot have settled_at")));
+		if (row->has_counted)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("only a stocktake (adjust) has a counted value")));
+	}
+	else
+	{
+		if (row->has_state || row->has_expires_at || row->has_settled_at)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("a %s has no state, expires_at or settled_at",
+							LedgerKindName(row->kind)),
+					 errdetail("Only reservations have a lifecycle.")));
+		if (row->kind == INV_KIND_RESTOCK && row->has_counted)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("only a stocktake (adjust) has a counted value")));
+		if (row->kind == INV_KIND_ADJUST && row->has_counted && row->counted < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("counted of a stocktake must not be negative")));
+	}
+}
+
+static void
+CheckTransition(const LedgerTuple *old, const LedgerTuple *new, TimestampTz now)
+{
+	if (!InvStateCanTransition(old->state, new->state))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("invalid state transition from %s to %s",
+						InvStateName(old->state), InvStateName(new->state)),
+				 errdetail("A reservation leaves PENDING once; CONFIRMED, CANCELLED and EXPIRED are final.")));
+	if (new->state == INV_CONFIRMED && new->expires_at <= now)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("cannot confirm a reservation that expired at %s",
+						timestamptz_to_str(new->expires_at)),
+				 errhint("Expire it instead; inventory.confirm() does so and returns status expired.")));
+	if (new->state == INV_EXPIRED && new->expires_at > now)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("cannot expire a reservation before its expires_at, %s",
+						timestamptz_to_str(new->expires_at)),
+				 errhint("Cancel it instead.")));
+}
+
+static HeapTuple
+LedgerBefore(TriggerData *td, const InvCatalog *cat)
+{
+	TupleDesc	desc = RelationGetDescr(td->tg_relation);
+	TriggerEvent ev = td->tg_event;
+	TimestampTz now = GetCurrentStatementStartTimestamp();
+	LedgerTuple new;
+	LedgerTuple old;
+	InvKey		key;
+	int			ncols = 0;
+	int			cols[3];
+	Datum		vals[3];
+	bool		nulls[3] = {false, false, false};
+
+	if (TRIGGER_FIRED_BY_DELETE(ev))
+	{
+		DecodeLedger(cat, td->tg_trigtuple, desc, &old);
+		if (!old.folded)
+			ereport(ERROR,
+					(errcode(ERRCODE_RESTRICT_VIOLATION),
+					 errmsg("cannot delete a ledger movement that is not folded"),
+					 errdetail("Its effect is still part of the counters of sku \"%s\".",
+							   text_to_cstring(old.sku)),
+					 old.kind == INV_KIND_RESERVE && old.state == INV_PENDING ?
+					 errhint("Cancel the reservation with inventory.cancel() instead.") :
+					 errhint("Settled movements can be deleted once the worker has folded them into inventory.sku.")));
+		return td->tg_trigtuple;
+	}
+
+	DecodeLedger(cat, td->tg_trigtuple, desc, TRIGGER_FIRED_BY_INSERT(ev) ? &new : &old);
+
+	if (TRIGGER_FIRED_BY_INSERT(ev))
+	{
+		SkuKey(new.sku, &key);
+		if (new.kind == INV_KIND_RESERVE && !new.has_state)
+		{
+			new.has_state = true;
+			new.state = INV_PENDING;
+			cols[ncols] = cat->l_state;
+			vals[ncols++] = InvStateGetDatum(INV_PENDING);
+		}
+		if (new.kind == INV_KIND_RESERVE && !new.has_expires_at)
+		{
+			new.has_expires_at = true;
+			new.expires_at = now + (TimestampTz) inv_default_ttl * USECS_PER_SEC;
+			cols[ncols] = cat->l_expires_at;
+			vals[ncols++] = TimestampTzGetDatum(new.expires_at);
+		}
+		CheckNewMovement(&new);
+	}
+	else
+	{
+		DecodeLedger(cat, td->tg_newtuple, desc, &new);
+		SkuKey(old.sku, &key);
+
+		if (old.folded)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("a folded ledger movement cannot change"),
+					 errdetail("Its effect is part of the base counters in inventory.sku.")));
+		Immutable(!TextEqual(old.order_id, new.order_id), "order_id");
+		Immutable(old.batch_id != new.batch_id || !new.has_batch_id, "batch_id");
+		Immutable(old.kind != new.kind, "kind");
+		Immutable(!TextEqual(old.sku, new.sku), "sku");
+		Immutable(old.qty != new.qty || !new.has_qty, "qty");
+		Immutable(old.has_counted != new.has_counted || old.counted != new.counted, "counted");
+		Immutable(old.has_created_at != new.has_created_at || old.created_at != new.created_at, "created_at");
+
+		if (new.folded)
+		{
+			if (!inv_folding)
+				ereport(ERROR,
+						(errcode(ERRCODE_CHECK_VIOLATION),
+						 errmsg("only the worker folds ledger movements"),
+						 errdetail("Folding moves a movement's effect into inventory.sku.")));
+			if (old.kind == INV_KIND_RESERVE && old.state == INV_PENDING)
+				elog(ERROR, "inventory: cannot fold a PENDING reservation");
+		}
+
+		if (old.kind != INV_KIND_RESERVE)
+		{
+			Immutable(new.has_state || new.has_expires_at || new.has_settled_at, "state");
+		}
+		else if (!new.has_state)
+			ereport(ERROR,
+					(errcode(ERRCODE_NOT_NULL_VIOLATION),
+					 errmsg("the state of a reservation must not be null")));
+		else if (new.state != old.state)
+		{
+			CheckTransition(&old, &new, now);
+			cols[ncols] = cat->l_settled_at;
+			vals[ncols++] = TimestampTzGetDatum(now);
+		}
+		else
+		{
+			if (!new.has_expires_at)
+				ereport(ERROR,
+						(errcode(ERRCODE_NOT_NULL_VIOLATION),
+						 errmsg("expires_at of a reservation must not be null")));
+			if (new.expires_at != old.expires_at && old.state != INV_PENDING)
+				ereport(ERROR,
+						(errcode(ERRCODE_CHECK_VIOLATION),
+						 errmsg("cannot change expires_at of a %s reservation",
+								InvStateName(old.state)),
+						 errdetail("Only a PENDING reservation can be extended.")));
+			Immutable(new.has_settled_at != old.has_settled_at ||
+					  new.settled_at != old.settled_at, "settled_at");
+		}
+	}
+
+	PendingPin(&key);
+
+	if (ncols == 0)
+		return TRIGGER_FIRED_BY_INSERT(ev) ? td->tg_trigtuple : td->tg_newtuple;
+	return heap_modify_tuple_by_cols(TRIGGER_FIRED_BY_INSERT(ev) ? td->tg_trigtuple : td->tg_newtuple,
+									 desc, ncols, cols, vals, nulls);
+}
+
+static void
+LedgerAfter(TriggerData *td, const InvCatalog *cat)
+{
+	TupleDesc	desc = RelationGetDescr(td->tg_relation);
+	TriggerEvent ev = td->tg_event;
+	LedgerTuple old;
+	LedgerTuple new;
+	InvEffect	eold = {0, 0, 0};
+	InvEffect	enew = {0, 0, 0};
+	InvEffect	delta;
+	InvCounters counts;
+	InvKey		key;
+
+	if (TRIGGER_FIRED_BY_DELETE(ev))
+		return;					/* only folded rows are deleted: no effect */
+
+	memset(&counts, 0, sizeof(counts));
+	if (TRIGGER_FIRED_BY_INSERT(ev))
+	{
+		DecodeLedger(cat, td->tg_trigtuple, desc, &new);
+		SkuKey(new.sku, &key);
+		if (!PendingSkuExists(&key))
+			ereport(ERROR,
+					(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+					 errmsg("sku \"%s\" does not exist", key.sku),
+					 errhint("Create it with inventory.restock() or by inserting it into inventory.sku.")));
+		switch (new.kind)
+		{
+			case INV_KIND_RESERVE:
+				counts.reserves = 1;
+				break;
+			case INV_KIND_RESTOCK:
+				counts.restocks = 1;
+				break;
+			case INV_KIND_ADJUST:
+				counts.adjusts = 1;
+				break;
+		}
+	}
+	else
+	{
+		DecodeLedger(cat, td->tg_trigtuple, desc, &old);
+		DecodeLedger(cat, td->tg_newtuple, desc, &new);
+		SkuKey(new.sku, &key);
+		RowEffect(&old, &eold);
+		if (new.kind == INV_KIND_RESERVE && old.state != new.state)
+		{
+			if (new.state == INV_CONFIRMED)
+				counts.confirms = 1;
+			else if (new.state == INV_CANCELLED)
+				counts.cancels = 1;
+			else if (new.state == INV_EXPIRED)
+				counts.expiries = 1;
+		}
+	}
+	RowEffect(&new, &enew);
+
+	delta.on_hand = enew.on_hand - eold.on_hand;
+	delta.reserved = enew.reserved - eold.reserved;
+	delta.version = enew.version - eold.version;
+	PendingRowChange(&key, &delta, 0, &counts);
+}
+
+/*
+ * Does the SKU have any ledger rows?  Read with a fresh snapshot: a movement
+ * committed after this statement began must count, at any isolation level.
+ */
+static bool
+SkuHasMovements(const char *sku)
+{
+	Datum		arg = CStringGetTextDatum(sku);
+	Oid			argtype = TEXTOID;
+	SPIPlanPtr	plan;
+	bool		found;
+
+	SPI_connect();
+	plan = SPI_prepare("SELECT 1 FROM inventory.ledger"
+					   " WHERE sku OPERATOR(pg_catalog.=) $1 LIMIT 1",
+					   1, &argtype);
+	if (plan == NULL ||
+		SPI_execute_snapshot(plan, &arg, NULL, GetLatestSnapshot(),
+							 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look for the movements of sku \"%s\"", sku);
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
+}
+
+static void
+GetSkuRow(const InvCatalog *cat, HeapTuple tup, TupleDesc desc,
+		  text **sku, int64 *on_hand, int64 *version)
+{
+	bool		isnull;
+	Datum		d;
+
+	*sku = GetText(tup, desc, cat->s_sku, "sku");
+	d = heap_getattr(tup, cat->s_on_hand, desc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("on_hand must not be null")));
+	*on_hand = DatumGetInt64(d);
+	d = heap_getattr(tup, cat->s_version, desc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("version must not be null")));
+	*version = DatumGetInt64(d);
+}
+
+static HeapTuple
+SkuBefore(TriggerData *td, const InvCatalog *cat)
+{
+	TupleDesc	desc = RelationGetDescr(td->tg_relation);
+	TriggerEvent ev = td->tg_event;
+	text	   *sku;
+	int64		on_hand;
+	int64		version;
+	InvKey		key;
+
+	GetSkuRow(cat, td->tg_trigtuple, desc, &sku, &on_hand, &version);
+	SkuKey(sku, &key);
+
+	if (TRIGGER_FIRED_BY_INSERT(ev))
+	{
+		if (on_hand < 0 || version < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("on_hand and version of a new sku must not be negative")));
+		PendingPin(&key);
+		return td->tg_trigtuple;
+	}
+
+	if (TRIGGER_FIRED_BY_DELETE(ev))
+	{
+		PendingPin(&key);
+		PendingMarkDropping(&key);
+		if (SkuHasMovements(key.sku))
+			ereport(ERROR,
+					(errcode(ERRCODE_RESTRICT_VIOLATION),
+					 errmsg("cannot delete sku \"%s\": it has movements in the ledger", key.sku),
+					 errhint("Set its stock to zero with inventory.adjust() instead.")));
+		return td->tg_trigtuple;
+	}
+
+	/* UPDATE */
+	{
+		text	   *new_sku;
+		int64		new_on_hand;
+		int64		new_version;
+
+		GetSkuRow(cat, td->tg_newtuple, desc, &new_sku, &new_on_hand, &new_version);
+		if (!TextEqual(sku, new_sku))
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("a sku cannot be renamed"),
+					 errdetail("Its movements in the ledger refer to it by name.")));
+		if (new_on_hand != on_hand || new_version != version)
+		{
+			if (!inv_folding)
+				ereport(ERROR,
+						(errcode(ERRCODE_CHECK_VIOLATION),
+						 errmsg("on_hand and version of inventory.sku change only through the ledger"),
+						 errdetail("They are the base into which the worker folds settled movements."),
+						 errhint("Use inventory.adjust() for a stocktake or inventory.restock() to add units.")));
+			PendingPin(&key);
+		}
+		return td->tg_newtuple;
+	}
+}
+
+static void
+SkuAfter(TriggerData *td, const InvCatalog *cat)
+{
+	TupleDesc	desc = RelationGetDescr(td->tg_relation);
+	TriggerEvent ev = td->tg_event;
+	text	   *sku;
+	int64		on_hand;
+	int64		version;
+	InvEffect	delta = {0, 0, 0};
+	InvKey		key;
+	int			exists = 0;
+
+	GetSkuRow(cat, td->tg_trigtuple, desc, &sku, &on_hand, &version);
+	SkuKey(sku, &key);
+
+	if (TRIGGER_FIRED_BY_INSERT(ev))
+	{
+		delta.on_hand = on_hand;
+		delta.version = version;
+		exists = 1;
+	}
+	else if (TRIGGER_FIRED_BY_DELETE(ev))
+	{
+		delta.on_hand = -on_hand;
+		delta.version = -version;
+		exists = -1;
+	}
+	else
+	{
+		text	   *new_sku;
+		int64		new_on_hand;
+		int64		new_version;
+
+		GetSkuRow(cat, td->tg_newtuple, desc, &new_sku, &new_on_hand, &new_version);
+		if (new_on_hand == on_hand && new_version == version)
+			return;
+		delta.on_hand = new_on_hand - on_hand;
+		delta.version = new_version - version;
+	}
+	PendingRowChange(&key, &delta, exists, NULL);
+}
+
+PG_FUNCTION_INFO_V1(inventory_enforce);
+Datum
+inventory_enforce(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	const InvCatalog *cat;
+	Oid			relid;
+	bool		ledger;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("inventory.enforce() must be called as a trigger")));
+
+	cat = InvGetCatalog();
+	relid = RelationGetRelid(td->tg_relation);
+	if (relid != cat->ledger_rel && relid != cat->sku_rel)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("inventory.enforce() guards only inventory.sku and inventory.ledger")));
+	ledger = (relid == cat->ledger_rel);
+
+	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_RESTRICT_VIOLATION),
+				 errmsg("cannot truncate %s", ledger ? "inventory.ledger" : "inventory.sku"),
+				 errdetail("It would lose reservations and the keys that make retried calls safe."),
+				 errhint("To remove all inventory data of this database, drop the extension.")));
+
+	if (!TRIGGER_FIRED_FOR_ROW(td->tg_event))
+		PG_RETURN_NULL();
+
+	if (TRIGGER_FIRED_BEFORE(td->tg_event))
+	{
+		HeapTuple	result = ledger ? LedgerBefore(td, cat) : SkuBefore(td, cat);
+
+		return PointerGetDatum(result);
+	}
+
+	if (ledger)
+		LedgerAfter(td, cat);
+	else
+		SkuAfter(td, cat);
+	return PointerGetDatum(NULL);
+}

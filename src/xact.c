@@ -1,0 +1,551 @@
+/*
+ * xact.c
+ *	  A transaction's pending changes to SKUs, and the transaction callbacks
+ *	  that settle them.
+ *
+ * Every change to a SKU -- whoever makes it, through whichever path -- first
+ * pins the SKU's cache entry (PendingPin), then lands its row, and then the
+ * trigger registers the row's effect (PendingRowChange).  A change that takes
+ * units out of available needs an escrow hold, taken at once in shared
+ * memory; reserve() and adjust() take it before they write their row (a
+ * "prepaid" hold) so that a refusal writes nothing, and the trigger then
+ * binds it to the row.  At commit the effects are applied to the cache and
+ * the holds returned; at abort only the holds are returned.
+ *
+ * Changes are recorded per SKU and per subtransaction, in creation order, so
+ * the records of the innermost subtransaction are always at the tail of the
+ * array: rolling back a savepoint pops them, releasing their holds; releasing
+ * one folds them into the parent's records.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "cache.h"
+#include "xact.h"
+
+/* A SKU this transaction pins. */
+typedef struct Touched
+{
+	InvKey		key;			/* hash key: must be first */
+	InvEntry   *entry;
+	int			last;			/* its latest change record, or -1 */
+	bool		dropping;		/* this transaction deletes its sku row */
+	InvSettle	settle;			/* filled at the end of the transaction */
+} Touched;
+
+/* A SKU's changes within one subtransaction. */
+typedef struct Change
+{
+	Touched    *sku;
+	SubTransactionId subid;
+	int			prev;			/* the SKU's previous record, or -1 */
+	InvEffect	delta;			/* applied at commit */
+	int64		hold;			/* taken in shared memory */
+	int64		prepaid;		/* part of hold not yet bound to a row */
+	int64		incoming;		/* registered in shared memory */
+	int			exists;
+	InvCounters counts;
+} Change;
+
+bool		inv_folding = false;
+
+static HTAB *touched_hash = NULL;
+static Touched **touched = NULL;
+static int	ntouched = 0;
+static int	touched_cap = 0;
+
+static Change *changes = NULL;
+static int	nchanges = 0;
+static int	changes_cap = 0;
+
+static void
+EnsureState(void)
+{
+	HASHCTL		ctl;
+
+	if (touched_hash != NULL)
+		return;
+	ctl.keysize = sizeof(InvKey);
+	ctl.entrysize = sizeof(Touched);
+	ctl.hcxt = TopMemoryContext;
+	touched_hash = hash_create("inventory pending SKUs", 16, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	touched_cap = 16;
+	touched = MemoryContextAlloc(TopMemoryContext, touched_cap * sizeof(Touched *));
+	changes_cap = 16;
+	changes = MemoryContextAlloc(TopMemoryContext, changes_cap * sizeof(Change));
+}
+
+static Touched *
+TouchedFind(const InvKey *key)
+{
+	Touched    *t;
+
+	if (ntouched == 0)
+		return NULL;
+	t = hash_search(touched_hash, key, HASH_FIND, NULL);
+	/* a SKU prepared by a call that then failed is not pinned */
+	return (t != NULL && t->entry != NULL) ? t : NULL;
+}
+
+/*
+ * Makes room for a SKU about to be pinned, so that nothing can fail between
+ * the pin in shared memory and TouchedAdd(): a pin that is not recorded
+ * would never be released.  If the pin fails instead, the prepared SKU stays
+ * in the hash with no entry until the end of the transaction.
+ */
+static Touched *
+TouchedPrepare(const InvKey *key)
+{
+	Touched    *t;
+
+	if (ntouched == touched_cap)
+	{
+		touched_cap *= 2;
+		touched = repalloc(touched, touched_cap * sizeof(Touched *));
+	}
+	t = hash_search(touched_hash, key, HASH_ENTER, NULL);
+	t->entry = NULL;
+	return t;
+}
+
+/* Forgets a prepared SKU that was not pinned after all. */
+static void
+TouchedForget(Touched *t)
+{
+	hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
+}
+
+/* Records that the transaction now pins the prepared SKU's entry. */
+static void
+TouchedAdd(Touched *t, InvEntry *entry)
+{
+	t->entry = entry;
+	t->last = -1;
+	t->dropping = false;
+	memset(&t->settle, 0, sizeof(InvSettle));
+	touched[ntouched++] = t;
+}
+
+/* The SKU's record for the current subtransaction, created on demand. */
+static Change *
+CurrentChange(Touched *t)
+{
+	SubTransactionId subid = GetCurrentSubTransactionId();
+	Change	   *c;
+
+	if (t->last >= 0 && changes[t->last].subid == subid)
+		return &changes[t->last];
+
+	if (nchanges == changes_cap)
+	{
+		changes_cap *= 2;
+		changes = repalloc(changes, changes_cap * sizeof(Change));
+	}
+	c = &changes[nchanges];
+	memset(c, 0, sizeof(Change));
+	c->sku = t;
+	c->subid = subid;
+	c->prev = t->last;
+	t->last = nchanges++;
+	return c;
+}
+
+/*
+ * Pins the SKU's entry for a change about to be written, loading it if
+ * needed.  The first pin of a SKU must come before the transaction's first
+ * row for it lands, so that a load never sees the transaction's own rows.
+ */
+InvEntry *
+PendingPin(const InvKey *key)
+{
+	Touched    *t;
+	InvEntry   *entry;
+
+	EnsureState();
+	t = TouchedFind(key);
+	if (t != NULL)
+		return t->entry;
+
+	t = TouchedPrepare(key);
+	entry = CachePin(key);
+	TouchedAdd(t, entry);
+	return entry;
+}
+
+/*
+ * reserve()'s admission: takes a hold of qty ahead of the reservation's row.
+ * A refusal pins nothing and records nothing.
+ */
+InvAdmit
+PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
+			   InvView *view)
+{
+	Touched    *t;
+	InvEntry   *entry = NULL;
+	InvAdmit	result;
+	bool		added = false;
+	Change	   *c;
+
+	EnsureState();
+	if (nchanges == changes_cap)
+	{
+		changes_cap *= 2;
+		changes = repalloc(changes, changes_cap * sizeof(Change));
+	}
+	t = TouchedFind(key);
+	if (t != NULL)
+		entry = t->entry;
+	else
+	{
+		t = TouchedPrepare(key);
+		added = true;
+	}
+
+	result = CacheAdmit(key, &entry, qty, expected_version, view);
+	if (result != INV_ADMIT_OK)
+	{
+		if (added)
+			TouchedForget(t);
+		return result;
+	}
+
+	if (added)
+		TouchedAdd(t, entry);
+	c = CurrentChange(t);
+	c->hold += qty;
+	c->prepaid += qty;
+	return result;
+}
+
+/* adjust()'s admission: see CacheStocktake(). */
+InvAdmit
+PendingStocktake(const InvKey *key, int64 counted,
+				 const int64 *expected_version, int64 *delta, InvView *view)
+{
+	InvEntry   *entry = PendingPin(key);
+	Touched    *t = TouchedFind(key);
+	Change	   *c = CurrentChange(t);
+	InvEffect	own;
+	InvAdmit	result;
+
+	PendingOwnDelta(key, &own);
+	result = CacheStocktake(entry, counted, own.on_hand, expected_version,
+							delta, view);
+	if (result == INV_ADMIT_OK && *delta < 0)
+	{
+		c->hold += -*delta;
+		c->prepaid += -*delta;
+	}
+	return result;
+}
+
+/* Returns a prepaid hold whose row did not land (its key was taken). */
+void
+PendingDropUnbound(const InvKey *key)
+{
+	Touched    *t = TouchedFind(key);
+	Change	   *c;
+
+	if (t == NULL || t->last < 0)
+		return;
+	c = &changes[t->last];
+	if (c->subid != GetCurrentSubTransactionId() || c->prepaid == 0)
+		return;
+	CacheRelease(t->entry, c->prepaid, 0);
+	c->hold -= c->prepaid;
+	c->prepaid = 0;
+}
+
+static void
+RaiseInsufficient(const InvKey *key, int64 need, const InvView *view)
+{
+	if (!view->exists)
+		ereport(ERROR,
+				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+				 errmsg("sku \"%s\" does not exist", key->sku),
+				 errhint("Create it with inventory.restock() or by inserting it into inventory.sku.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("not enough stock of sku \"%s\"", key->sku),
+			 errdetail("The change takes %lld units out of available, which has %lld.",
+					   (long long) need,
+					   (long long) InvViewAvailable(view))));
+}
+
+/*
+ * Registers the effect of one row change; called by the trigger after the
+ * row has landed.  A change that lowers available binds a prepaid hold or
+ * takes a new one, and fails if there is not enough; a change that raises
+ * on_hand registers it as incoming, and fails if on_hand would overflow.
+ * The fold moves counters between rows without changing their sum, so its
+ * changes need neither.
+ */
+void
+PendingRowChange(const InvKey *key, const InvEffect *delta, int exists,
+				 const InvCounters *counts)
+{
+	Touched    *t = TouchedFind(key);
+	Change	   *c;
+	int64		need;
+
+	if (t == NULL)
+		elog(ERROR, "inventory: change to sku \"%s\" was not pinned", key->sku);
+	c = CurrentChange(t);
+
+	need = -(delta->on_hand - delta->reserved);
+	if (!inv_folding && need > 0)
+	{
+		if (c->prepaid >= need)
+			c->prepaid -= need;
+		else
+		{
+			InvEntry   *entry = t->entry;
+			InvView		view;
+
+			if (CacheAdmit(key, &entry, need, NULL, &view) != INV_ADMIT_OK)
+				RaiseInsufficient(key, need, &view);
+			c->hold += need;
+		}
+	}
+	if (!inv_folding && delta->on_hand > 0)
+	{
+		CacheAddIncoming(t->entry, delta->on_hand);
+		c->incoming += delta->on_hand;
+	}
+
+	c->delta.on_hand += delta->on_hand;
+	c->delta.reserved += delta->reserved;
+	c->delta.version += delta->version;
+	c->exists += exists;
+	if (counts)
+	{
+		c->counts.reserves += counts->reserves;
+		c->counts.confirms += counts->confirms;
+		c->counts.cancels += counts->cancels;
+		c->counts.expiries += counts->expiries;
+		c->counts.restocks += counts->restocks;
+		c->counts.adjusts += counts->adjusts;
+	}
+}
+
+/* This transaction's own, uncommitted changes to the SKU. */
+bool
+PendingOwnDelta(const InvKey *key, InvEffect *delta)
+{
+	Touched    *t = TouchedFind(key);
+
+	memset(delta, 0, sizeof(InvEffect));
+	if (t == NULL)
+		return false;
+	for (int i = t->last; i >= 0; i = changes[i].prev)
+	{
+		delta->on_hand += changes[i].delta.on_hand;
+		delta->reserved += changes[i].delta.reserved;
+		delta->version += changes[i].delta.version;
+	}
+	return true;
+}
+
+/* Does the SKU exist as this transaction sees it (committed or its own)? */
+bool
+PendingSkuExists(const InvKey *key)
+{
+	Touched    *t = TouchedFind(key);
+	InvView		view;
+	int			exists = 0;
+
+	if (t == NULL)
+		elog(ERROR, "inventory: sku \"%s\" was not pinned", key->sku);
+	CacheView(t->entry, &view);
+	for (int i = t->last; i >= 0; i = changes[i].prev)
+		exists += changes[i].exists;
+	return view.exists ? exists >= 0 : exists > 0;
+}
+
+/* The transaction is deleting the SKU's row; see CacheSetDropping(). */
+void
+PendingMarkDropping(const InvKey *key)
+{
+	Touched    *t = TouchedFind(key);
+
+	if (t == NULL)
+		elog(ERROR, "inventory: sku \"%s\" was not pinned", key->sku);
+	if (t->dropping)
+		return;
+	if (!CacheSetDropping(t->entry))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("sku \"%s\" is in use by another transaction", key->sku),
+				 errhint("Retry when its reservations, restocks and stocktakes in flight have ended.")));
+	t->dropping = true;
+}
+
+/* Undoes the records of an aborted subtransaction. */
+static void
+UndoSubtransaction(SubTransactionId subid)
+{
+	while (nchanges > 0 && changes[nchanges - 1].subid >= subid)
+	{
+		Change	   *c = &changes[nchanges - 1];
+
+		if (c->hold != 0 || c->incoming != 0)
+			CacheRelease(c->sku->entry, c->hold, c->incoming);
+		c->sku->last = c->prev;
+		nchanges--;
+	}
+}
+
+/* Hands the records of a released subtransaction to its parent. */
+static void
+MergeSubtransaction(SubTransactionId subid, SubTransactionId parent)
+{
+	int			first = nchanges;
+	int			kept;
+
+	while (first > 0 && changes[first - 1].subid >= subid)
+		first--;
+
+	kept = first;
+	for (int i = first; i < nchanges; i++)
+	{
+		Change	   *c = &changes[i];
+
+		if (c->prev >= 0 && changes[c->prev].subid == parent)
+		{
+			Change	   *p = &changes[c->prev];
+
+			p->delta.on_hand += c->delta.on_hand;
+			p->delta.reserved += c->delta.reserved;
+			p->delta.version += c->delta.version;
+			p->hold += c->hold;
+			p->prepaid += c->prepaid;
+			p->incoming += c->incoming;
+			p->exists += c->exists;
+			p->counts.reserves += c->counts.reserves;
+			p->counts.confirms += c->counts.confirms;
+			p->counts.cancels += c->counts.cancels;
+			p->counts.expiries += c->counts.expiries;
+			p->counts.restocks += c->counts.restocks;
+			p->counts.adjusts += c->counts.adjusts;
+			c->sku->last = c->prev;
+		}
+		else
+		{
+			if (kept != i)
+				changes[kept] = *c;
+			changes[kept].subid = parent;
+			changes[kept].sku->last = kept;
+			kept++;
+		}
+	}
+	nchanges = kept;
+}
+
+/*
+ * Applies (commit) or drops (abort) every pending change and unpins every
+ * SKU.  Runs in the transaction callbacks: it must not fail, so it does not
+ * allocate.
+ */
+static void
+SettleAll(bool commit)
+{
+	for (int i = 0; i < nchanges; i++)
+	{
+		Change	   *c = &changes[i];
+		InvSettle  *s = &c->sku->settle;
+
+		s->hold += c->hold;
+		s->incoming += c->incoming;
+		if (commit)
+		{
+			s->delta.on_hand += c->delta.on_hand;
+			s->delta.reserved += c->delta.reserved;
+			s->delta.version += c->delta.version;
+			s->exists += c->exists;
+			s->counts.reserves += c->counts.reserves;
+			s->counts.confirms += c->counts.confirms;
+			s->counts.cancels += c->counts.cancels;
+			s->counts.expiries += c->counts.expiries;
+			s->counts.restocks += c->counts.restocks;
+			s->counts.adjusts += c->counts.adjusts;
+		}
+	}
+
+	for (int i = 0; i < ntouched; i++)
+	{
+		Touched    *t = touched[i];
+
+		t->settle.was_dropping = t->dropping;
+		CacheSettle(t->entry, &t->settle);
+		hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
+	}
+	ntouched = 0;
+	nchanges = 0;
+
+	/* SKUs prepared by calls that failed before pinning */
+	if (touched_hash != NULL && hash_get_num_entries(touched_hash) > 0)
+	{
+		HASH_SEQ_STATUS status;
+		Touched    *t;
+
+		hash_seq_init(&status, touched_hash);
+		while ((t = hash_seq_search(&status)) != NULL)
+			hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
+	}
+}
+
+static void
+PendingXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			if (ntouched > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that has changed inventory"),
+						 errdetail("Escrow holds live in the memory of the session that took them and cannot outlive it."),
+						 errhint("Commit or roll back the inventory changes in an ordinary transaction.")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			SettleAll(true);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			SettleAll(false);
+			break;
+		default:
+			break;
+	}
+	inv_folding = false;
+}
+
+static void
+PendingSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	switch (event)
+	{
+		case SUBXACT_EVENT_ABORT_SUB:
+			UndoSubtransaction(mySubid);
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+			if (nchanges > 0 && changes[nchanges - 1].subid >= mySubid)
+				MergeSubtransaction(mySubid, parentSubid);
+			break;
+		default:
+			break;
+	}
+}
+
+void
+PendingRegisterCallbacks(void)
+{
+	RegisterXactCallback(PendingXactCallback, NULL);
+	RegisterSubXactCallback(PendingSubXactCallback, NULL);
+}

@@ -1,0 +1,31 @@
+/*
+ * xact.h
+ *	  A transaction's pending changes to SKUs, settled at commit or abort.
+ */
+#ifndef INVENTORY_XACT_H
+#define INVENTORY_XACT_H
+
+#include "postgres.h"
+
+#include "cache.h"
+#include "ledger.h"
+
+extern void PendingRegisterCallbacks(void);
+
+extern InvEntry *PendingPin(const InvKey *key);
+extern InvAdmit PendingReserve(const InvKey *key, int64 qty,
+							   const int64 *expected_version, InvView *view);
+extern InvAdmit PendingStocktake(const InvKey *key, int64 counted,
+								 const int64 *expected_version, int64 *delta,
+								 InvView *view);
+extern void PendingDropUnbound(const InvKey *key);
+extern void PendingRowChange(const InvKey *key, const InvEffect *delta,
+							 int exists, const InvCounters *counts);
+extern bool PendingSkuExists(const InvKey *key);
+extern void PendingMarkDropping(const InvKey *key);
+extern bool PendingOwnDelta(const InvKey *key, InvEffect *delta);
+
+/* Set while the worker's fold moves counters between ledger and sku rows. */
+extern bool inv_folding;
+
+#endif							/* INVENTORY_XACT_H */
