@@ -24,8 +24,14 @@ PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initi
 
 TESTCONF = $(srcdir)/test/inventory.conf
 
-REGRESS = state
+# every sql/NAME.sql is a regression test, every specs/NAME.spec an
+# isolation spec, every test/t/*.pl a TAP test; each boots its own cluster
+REGRESS = $(sort $(basename $(notdir $(wildcard sql/*.sql))))
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(TESTCONF)
+ISOLATION = $(sort $(basename $(notdir $(wildcard specs/*.spec))))
+ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=$(TESTCONF)
+TAP_TESTS = 1
+PROVE_TESTS = $(wildcard test/t/*.pl)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

@@ -617,8 +617,10 @@ inventory_restock(PG_FUNCTION_ARGS)
 	if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
 							batch_id, &m))
 	{
+		InvEntry   *entry;
+
 		CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
-		PendingPin(&key);
+		entry = PendingPin(&key);
 
 		values[0] = PointerGetDatum(order_id);
 		values[1] = Int32GetDatum(batch_id);
@@ -632,9 +634,13 @@ inventory_restock(PG_FUNCTION_ARGS)
 
 		if (inserted == 1)
 		{
+			/* a SKU created by this call counts from zero */
+			CacheView(entry, &view);
 			o.ok = true;
 			o.status = "ok";
-			ReadCounters(&o, o.sku);
+			o.has_counters = true;
+			o.available = InvViewAvailable(&view);
+			o.version = view.version;
 			return MakeResult(fcinfo, &o);
 		}
 		if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),

@@ -210,14 +210,14 @@ CheckTransition(const LedgerTuple *old, const LedgerTuple *new, TimestampTz now)
 	if (new->state == INV_CONFIRMED && new->expires_at <= now)
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("cannot confirm a reservation that expired at %s",
-						timestamptz_to_str(new->expires_at)),
+				 errmsg("cannot confirm a reservation past its expires_at"),
+				 errdetail("It expired at %s.", timestamptz_to_str(new->expires_at)),
 				 errhint("Expire it instead; inventory.confirm() does so and returns status expired.")));
 	if (new->state == INV_EXPIRED && new->expires_at > now)
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("cannot expire a reservation before its expires_at, %s",
-						timestamptz_to_str(new->expires_at)),
+				 errmsg("cannot expire a reservation before its expires_at"),
+				 errdetail("It expires at %s.", timestamptz_to_str(new->expires_at)),
 				 errhint("Cancel it instead.")));
 }
 
@@ -578,7 +578,9 @@ inventory_enforce(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_RESTRICT_VIOLATION),
 				 errmsg("cannot truncate %s", ledger ? "inventory.ledger" : "inventory.sku"),
-				 errdetail("It would lose reservations and the keys that make retried calls safe."),
+				 ledger ?
+				 errdetail("It would lose reservations and the keys that make retried calls safe.") :
+				 errdetail("It would lose the SKUs that the ledger's movements belong to."),
 				 errhint("To remove all inventory data of this database, drop the extension.")));
 
 	if (!TRIGGER_FIRED_FOR_ROW(td->tg_event))

@@ -1,0 +1,119 @@
+# scripts/lib.sh -- set-up shared by scripts/test.sh, scripts/demo.sh and
+# bench/run.sh.  Source it; it defines functions and changes nothing itself.
+#
+# inv_setup: installs missing Debian packages (as root) or names them,
+#            builds and installs the extension.
+# inv_as_pg CMD...: runs CMD as the non-root user that owns PostgreSQL.
+# inv_cluster_start DIR [CONF...]: initdb + start a scratch cluster with the
+#            extension preloaded; sets PGHOST/PGPORT for it.
+# inv_cluster_stop DIR: stops it.
+
+INV_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+INV_PGBIN=/usr/lib/postgresql/15/bin
+INV_PACKAGES=(postgresql-15 postgresql-client-15 postgresql-server-dev-15
+	postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
+	libipc-run-perl make gcc)
+
+inv_log() { printf '== %s\n' "$*" >&2; }
+inv_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+inv_missing_packages() {
+	local p
+	for p in "${INV_PACKAGES[@]}" "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			printf '%s\n' "$p"
+	done
+}
+
+# inv_packages [EXTRA...]: make sure the Debian packages are installed.
+inv_packages() {
+	local missing
+	missing=$(inv_missing_packages "$@" | tr '\n' ' ')
+	[ -z "$missing" ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		printf 'missing packages; install them with:\n  sudo apt-get install -y %s\n' "$missing" >&2
+		exit 1
+	fi
+	inv_log "installing $missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null || inv_die "apt-get update failed"
+	# shellcheck disable=SC2086
+	apt-get install -y -qq $missing >/dev/null || inv_die "apt-get install $missing failed"
+}
+
+# The user that runs PostgreSQL: postgres when we are root, else ourselves.
+inv_pg_user() {
+	if [ "$(id -u)" -eq 0 ]; then echo postgres; else id -un; fi
+}
+
+inv_as_pg() {
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u postgres -- env PATH="$INV_PGBIN:$PATH" \
+			PGHOST="${PGHOST:-}" PGPORT="${PGPORT:-}" PGUSER="${PGUSER:-}" \
+			PGDATABASE="${PGDATABASE:-}" "$@"
+	else
+		env PATH="$INV_PGBIN:$PATH" "$@"
+	fi
+}
+
+# Build with warnings as errors, and install (root, or sudo without a
+# password); otherwise say what to run.
+inv_build_install() {
+	inv_log "building the extension"
+	make -s -C "$INV_TOP" >/dev/null || inv_die "make failed"
+	if [ "$(id -u)" -eq 0 ]; then
+		make -s -C "$INV_TOP" install >/dev/null || inv_die "make install failed"
+	elif sudo -n true 2>/dev/null; then
+		sudo make -s -C "$INV_TOP" install >/dev/null || inv_die "make install failed"
+	elif ! cmp -s "$INV_TOP/inventory.so" "$(pg_config --pkglibdir)/inventory.so"; then
+		inv_die "the built extension is not installed; run: sudo make -C $INV_TOP install"
+	fi
+}
+
+inv_setup() {
+	inv_packages "$@"
+	inv_build_install
+}
+
+# A free TCP port on loopback, from a range away from the default.
+inv_free_port() {
+	local port
+	for port in $(seq 54400 54499); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$port"
+			return 0
+		fi
+	done
+	inv_die "no free port in 54400-54499"
+}
+
+# inv_cluster_start DIR [SETTING...]: a scratch cluster owned by the
+# PostgreSQL user, listening on a free port and on a socket in DIR.
+inv_cluster_start() {
+	local dir=$1
+	shift
+	local port
+	port=$(inv_free_port)
+	mkdir -p "$dir"
+	[ "$(id -u)" -eq 0 ] && chown "$(inv_pg_user)" "$dir"
+	inv_as_pg initdb -D "$dir/data" -A trust -U postgres >"$dir/initdb.log" 2>&1 ||
+		{ cat "$dir/initdb.log" >&2; inv_die "initdb failed"; }
+	{
+		echo "shared_preload_libraries = 'inventory'"
+		echo "port = $port"
+		echo "listen_addresses = '127.0.0.1'"
+		echo "unix_socket_directories = '$dir'"
+		echo "max_connections = 200"
+		local s
+		for s in "$@"; do echo "$s"; done
+	} | inv_as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
+	inv_as_pg pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null ||
+		{ cat "$dir/server.log" >&2; inv_die "the server did not start"; }
+	export PGHOST=$dir PGPORT=$port PGUSER=postgres
+}
+
+inv_cluster_stop() {
+	local dir=$1
+	[ -d "$dir/data" ] && inv_as_pg pg_ctl -D "$dir/data" -m fast -w stop >/dev/null 2>&1
+	return 0
+}

@@ -1,0 +1,51 @@
+-- bad input: every argument is checked, with a specific SQLSTATE
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS inventory;
+RESET client_min_messages;
+\set VERBOSITY sqlstate
+
+SELECT ok FROM inventory.restock('I-ONE', 5, 'i-delivery');
+
+-- NULLs
+SELECT * FROM inventory.reserve(NULL, 1, 'i-1');
+SELECT * FROM inventory.reserve('I-ONE', NULL, 'i-1');
+SELECT * FROM inventory.reserve('I-ONE', 1, NULL);
+SELECT * FROM inventory.reserve('I-ONE', 1, 'i-1', NULL);
+SELECT * FROM inventory.confirm(NULL);
+SELECT * FROM inventory.cancel('i-1', NULL);
+SELECT * FROM inventory.extend('i-1', 1, NULL);
+SELECT * FROM inventory.restock('I-ONE', NULL, 'i-2');
+SELECT * FROM inventory.adjust('I-ONE', NULL, 'i-3');
+SELECT inventory.available(NULL);
+
+-- quantities
+SELECT * FROM inventory.reserve('I-ONE', 0, 'i-1');
+SELECT * FROM inventory.reserve('I-ONE', -1, 'i-1');
+SELECT * FROM inventory.restock('I-ONE', 0, 'i-2');
+SELECT * FROM inventory.adjust('I-ONE', -1, 'i-3');
+SELECT * FROM inventory.expire(-1);
+
+-- empty and over-long keys
+SELECT * FROM inventory.reserve('', 1, 'i-1');
+SELECT * FROM inventory.reserve(repeat('x', 64), 1, 'i-1');
+SELECT * FROM inventory.reserve('I-ONE', 1, '');
+SELECT * FROM inventory.reserve('I-ONE', 1, repeat('x', 256));
+SELECT inventory.available('');
+SELECT ok, status FROM inventory.reserve(repeat('x', 63), 1, repeat('y', 255));
+
+-- ttl
+SELECT * FROM inventory.reserve('I-ONE', 1, 'i-1', ttl => '0 seconds');
+SELECT * FROM inventory.reserve('I-ONE', 1, 'i-1', ttl => '-5 minutes');
+SELECT * FROM inventory.reserve('I-ONE', 1, 'i-1', ttl => '1 day -25 hours');
+SELECT * FROM inventory.extend('i-1', 1, '-1 second');
+
+-- the messages a person reads
+\set VERBOSITY default
+SELECT * FROM inventory.reserve('I-ONE', 0, 'i-1');
+SELECT * FROM inventory.reserve(repeat('x', 64), 1, 'i-1');
+SELECT * FROM inventory.reserve('I-ONE', 1, 'i-1', ttl => '0 seconds');
+
+-- nothing changed
+SELECT * FROM inventory.stock WHERE sku = 'I-ONE';
+SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'i-%' AND order_id <> 'i-delivery';
+SELECT * FROM inventory.verify();

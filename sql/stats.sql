@@ -1,0 +1,53 @@
+-- statistics from shared memory, and verify()
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS inventory;
+RESET client_min_messages;
+
+SELECT ok FROM inventory.restock('T-BAG', 2, 't-delivery');
+SELECT ok FROM inventory.reserve('T-BAG', 1, 't-1');
+SELECT ok FROM inventory.reserve('T-BAG', 1, 't-2');
+SELECT status FROM inventory.reserve('T-BAG', 1, 't-3');
+SELECT status FROM inventory.reserve('T-BAG', 1, 't-4', expected_version => 99);
+SELECT status FROM inventory.confirm('t-1');
+SELECT status FROM inventory.cancel('t-2');
+SELECT ok FROM inventory.adjust('T-BAG', 5, 't-count');
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
+VALUES ('t-5', 1, 'reserve', 'T-BAG', 1, now() - interval '1 minute');
+SELECT inventory.expire();
+
+SELECT sku, on_hand, reserved, holds, available, version, in_flight,
+       reserves, rejects, conflicts, confirms, cancels, expiries, restocks, adjusts,
+       loaded_at <= last_used AS times
+  FROM inventory.sku_stats WHERE sku = 'T-BAG';
+
+-- holds of a transaction in flight
+BEGIN;
+SELECT ok FROM inventory.reserve('T-BAG', 2, 't-6');
+SELECT holds, available, in_flight FROM inventory.sku_stats WHERE sku = 'T-BAG';
+SELECT * FROM inventory.verify();
+ROLLBACK;
+
+SELECT inventory.stats_reset();
+SELECT reserves, rejects, conflicts, confirms, cancels, expiries, restocks, adjusts
+  FROM inventory.sku_stats WHERE sku = 'T-BAG';
+
+SELECT capacity, entries > 0 AS some, bytes_per_entry <= 256 AS small, loads > 0 AS loaded
+  FROM inventory.cache_info();
+
+-- verify() sees a difference made behind the trigger's back
+SELECT ok FROM inventory.reserve('T-BAG', 1, 't-6');
+ALTER TABLE inventory.ledger DISABLE TRIGGER z_register;
+UPDATE inventory.ledger SET state = 'CANCELLED' WHERE order_id = 't-6';
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+VALUES ('t-7', 1, 'restock', 'T-BAG', 4);
+ALTER TABLE inventory.ledger ENABLE ALWAYS TRIGGER z_register;
+SELECT * FROM inventory.verify() ORDER BY what;
+
+-- dropping the extension forgets the cache: a new one starts from its tables
+DROP EXTENSION inventory;
+CREATE EXTENSION inventory;
+SELECT * FROM inventory.sku_stats;
+SELECT ok, status FROM inventory.reserve('T-BAG', 1, 't-8');
+SELECT ok, status, available FROM inventory.restock('T-BAG', 1, 't-9');
+SELECT * FROM inventory.stock;
+SELECT * FROM inventory.verify();
