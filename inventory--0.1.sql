@@ -52,50 +52,53 @@ CREATE FUNCTION inventory.state_hash(inventory.state) RETURNS integer
 CREATE FUNCTION inventory.state_hash_extended(inventory.state, bigint) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'state_hash_extended' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 
-CREATE OPERATOR inventory.= (
+-- The comparison operators live in pg_catalog, as those of built-in types
+-- do, so that state = 'PENDING' works whatever the caller's search_path.
+-- They take only inventory.state and are dropped with the extension.
+CREATE OPERATOR pg_catalog.= (
 	LEFTARG = inventory.state, RIGHTARG = inventory.state,
-	FUNCTION = inventory.state_eq, COMMUTATOR = OPERATOR(inventory.=),
-	NEGATOR = OPERATOR(inventory.<>), RESTRICT = eqsel, JOIN = eqjoinsel,
+	FUNCTION = inventory.state_eq, COMMUTATOR = OPERATOR(pg_catalog.=),
+	NEGATOR = OPERATOR(pg_catalog.<>), RESTRICT = eqsel, JOIN = eqjoinsel,
 	HASHES, MERGES
 );
-CREATE OPERATOR inventory.<> (
+CREATE OPERATOR pg_catalog.<> (
 	LEFTARG = inventory.state, RIGHTARG = inventory.state,
-	FUNCTION = inventory.state_ne, COMMUTATOR = OPERATOR(inventory.<>),
-	NEGATOR = OPERATOR(inventory.=), RESTRICT = neqsel, JOIN = neqjoinsel
+	FUNCTION = inventory.state_ne, COMMUTATOR = OPERATOR(pg_catalog.<>),
+	NEGATOR = OPERATOR(pg_catalog.=), RESTRICT = neqsel, JOIN = neqjoinsel
 );
-CREATE OPERATOR inventory.< (
+CREATE OPERATOR pg_catalog.< (
 	LEFTARG = inventory.state, RIGHTARG = inventory.state,
-	FUNCTION = inventory.state_lt, COMMUTATOR = OPERATOR(inventory.>),
-	NEGATOR = OPERATOR(inventory.>=), RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+	FUNCTION = inventory.state_lt, COMMUTATOR = OPERATOR(pg_catalog.>),
+	NEGATOR = OPERATOR(pg_catalog.>=), RESTRICT = scalarltsel, JOIN = scalarltjoinsel
 );
-CREATE OPERATOR inventory.<= (
+CREATE OPERATOR pg_catalog.<= (
 	LEFTARG = inventory.state, RIGHTARG = inventory.state,
-	FUNCTION = inventory.state_le, COMMUTATOR = OPERATOR(inventory.>=),
-	NEGATOR = OPERATOR(inventory.>), RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+	FUNCTION = inventory.state_le, COMMUTATOR = OPERATOR(pg_catalog.>=),
+	NEGATOR = OPERATOR(pg_catalog.>), RESTRICT = scalarlesel, JOIN = scalarlejoinsel
 );
-CREATE OPERATOR inventory.> (
+CREATE OPERATOR pg_catalog.> (
 	LEFTARG = inventory.state, RIGHTARG = inventory.state,
-	FUNCTION = inventory.state_gt, COMMUTATOR = OPERATOR(inventory.<),
-	NEGATOR = OPERATOR(inventory.<=), RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+	FUNCTION = inventory.state_gt, COMMUTATOR = OPERATOR(pg_catalog.<),
+	NEGATOR = OPERATOR(pg_catalog.<=), RESTRICT = scalargtsel, JOIN = scalargtjoinsel
 );
-CREATE OPERATOR inventory.>= (
+CREATE OPERATOR pg_catalog.>= (
 	LEFTARG = inventory.state, RIGHTARG = inventory.state,
-	FUNCTION = inventory.state_ge, COMMUTATOR = OPERATOR(inventory.<=),
-	NEGATOR = OPERATOR(inventory.<), RESTRICT = scalargesel, JOIN = scalargejoinsel
+	FUNCTION = inventory.state_ge, COMMUTATOR = OPERATOR(pg_catalog.<=),
+	NEGATOR = OPERATOR(pg_catalog.<), RESTRICT = scalargesel, JOIN = scalargejoinsel
 );
 
 CREATE OPERATOR CLASS inventory.state_ops
 	DEFAULT FOR TYPE inventory.state USING btree AS
-		OPERATOR 1 inventory.<,
-		OPERATOR 2 inventory.<=,
-		OPERATOR 3 inventory.=,
-		OPERATOR 4 inventory.>=,
-		OPERATOR 5 inventory.>,
+		OPERATOR 1 pg_catalog.<,
+		OPERATOR 2 pg_catalog.<=,
+		OPERATOR 3 pg_catalog.=,
+		OPERATOR 4 pg_catalog.>=,
+		OPERATOR 5 pg_catalog.>,
 		FUNCTION 1 inventory.state_cmp(inventory.state, inventory.state);
 
 CREATE OPERATOR CLASS inventory.state_ops
 	DEFAULT FOR TYPE inventory.state USING hash AS
-		OPERATOR 1 inventory.=,
+		OPERATOR 1 pg_catalog.=,
 		FUNCTION 1 inventory.state_hash(inventory.state),
 		FUNCTION 2 inventory.state_hash_extended(inventory.state, bigint);
 
@@ -156,7 +159,7 @@ COMMENT ON COLUMN inventory.ledger.folded IS
 CREATE INDEX ledger_sku_idx ON inventory.ledger (sku, folded);
 -- finds overdue reservations
 CREATE INDEX ledger_due_idx ON inventory.ledger (expires_at)
-	WHERE state OPERATOR(inventory.=) 'PENDING';
+	WHERE state OPERATOR(pg_catalog.=) 'PENDING';
 
 -- keep the data in pg_dump; restore it with triggers disabled (see README)
 SELECT pg_catalog.pg_extension_config_dump('inventory.sku', '');

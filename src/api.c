@@ -49,7 +49,7 @@ typedef struct Stmt
 #define KEY_IS \
 	" order_id OPERATOR(pg_catalog.=) $1 AND batch_id OPERATOR(pg_catalog.=) $2" \
 	" AND kind OPERATOR(pg_catalog.=) 'reserve'" \
-	" AND state OPERATOR(inventory.=) 'PENDING'"
+	" AND state OPERATOR(pg_catalog.=) 'PENDING'"
 
 static Stmt insert_reserve = {
 	"INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, state, expires_at)"
@@ -117,10 +117,10 @@ static Stmt expire_batch = {
 	"UPDATE inventory.ledger SET state = 'EXPIRED'"
 	" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 	"   SELECT ctid FROM inventory.ledger"
-	"   WHERE state OPERATOR(inventory.=) 'PENDING'"
+	"   WHERE state OPERATOR(pg_catalog.=) 'PENDING'"
 	"   AND expires_at OPERATOR(pg_catalog.<=) $1"
 	"   ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
-	" AND state OPERATOR(inventory.=) 'PENDING'",
+	" AND state OPERATOR(pg_catalog.=) 'PENDING'",
 	2, {TIMESTAMPTZOID, INT8OID}
 };
 
@@ -360,6 +360,7 @@ inventory_reserve(PG_FUNCTION_ARGS)
 	TimestampTz expires_at = ExpiresAt(fcinfo, 4, now);
 	bool		has_expected = !PG_ARGISNULL(5);
 	int64		expected = has_expected ? PG_GETARG_INT64(5) : 0;
+	int			mark = PendingMark();
 	Outcome		o;
 	InvKey		key;
 
@@ -403,6 +404,7 @@ inventory_reserve(PG_FUNCTION_ARGS)
 			}
 			/* the key is taken: give the hold back and report the replay */
 			PendingDropUnbound(&key);
+			PendingUnpinSince(&key, mark);
 		}
 
 		if (LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
@@ -602,6 +604,7 @@ inventory_restock(PG_FUNCTION_ARGS)
 	int64		qty = ArgQuantity(fcinfo, 1, "qty", false);
 	text	   *order_id = ArgOrderId(fcinfo, 2);
 	int32		batch_id = ArgBatchId(fcinfo, 3);
+	int			mark = PendingMark();
 	Outcome		o;
 	InvKey		key;
 	InvView		view;
@@ -643,6 +646,7 @@ inventory_restock(PG_FUNCTION_ARGS)
 			o.version = view.version;
 			return MakeResult(fcinfo, &o);
 		}
+		PendingUnpinSince(&key, mark);
 		if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
 								batch_id, &m))
 			ereport(ERROR,
@@ -672,6 +676,7 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	int32		batch_id = ArgBatchId(fcinfo, 3);
 	bool		has_expected = !PG_ARGISNULL(4);
 	int64		expected = has_expected ? PG_GETARG_INT64(4) : 0;
+	int			mark = PendingMark();
 	Outcome		o;
 	InvKey		key;
 	InvView		view;
@@ -708,6 +713,7 @@ inventory_adjust(PG_FUNCTION_ARGS)
 		SetCounters(&o, &view);
 		if (admit != INV_ADMIT_OK)
 		{
+			PendingUnpinSince(&key, mark);
 			o.status = admit == INV_ADMIT_UNKNOWN ? "unknown_sku" :
 				admit == INV_ADMIT_CONFLICT ? "version_conflict" : "insufficient";
 			return MakeResult(fcinfo, &o);
@@ -728,6 +734,7 @@ inventory_adjust(PG_FUNCTION_ARGS)
 			return MakeResult(fcinfo, &o);
 		}
 		PendingDropUnbound(&key);
+		PendingUnpinSince(&key, mark);
 		if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
 								batch_id, &m))
 			ereport(ERROR,

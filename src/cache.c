@@ -499,17 +499,18 @@ CacheAddIncoming(InvEntry *entry, int64 qty)
 
 /*
  * Marks the entry as being deleted by the caller's transaction, which pins
- * it.  Fails when any other transaction has a change to the SKU in flight.
+ * it, or takes the mark back.  Marking fails when any other transaction has
+ * a change to the SKU in flight.
  */
 bool
-CacheSetDropping(InvEntry *entry)
+CacheSetDropping(InvEntry *entry, bool dropping)
 {
 	bool		ok;
 
 	SpinLockAcquire(&entry->mutex);
-	ok = entry->pins == 1;
+	ok = !dropping || entry->pins == 1;
 	if (ok)
-		entry->dropping = true;
+		entry->dropping = dropping;
 	SpinLockRelease(&entry->mutex);
 	return ok;
 }

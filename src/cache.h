@@ -82,7 +82,7 @@ extern InvAdmit CacheStocktake(InvEntry *entry, int64 counted,
 							   const int64 *expected_version, int64 *delta,
 							   InvView *view);
 extern void CacheAddIncoming(InvEntry *entry, int64 qty);
-extern bool CacheSetDropping(InvEntry *entry);
+extern bool CacheSetDropping(InvEntry *entry, bool dropping);
 extern void CacheRelease(InvEntry *entry, int64 hold, int64 incoming);
 extern void CacheSettle(InvEntry *entry, const InvSettle *settle);
 extern void CacheView(InvEntry *entry, InvView *view);

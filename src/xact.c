@@ -33,6 +33,8 @@ typedef struct Touched
 	InvEntry   *entry;
 	int			last;			/* its latest change record, or -1 */
 	bool		dropping;		/* this transaction deletes its sku row */
+	SubTransactionId pin_subid; /* subtransaction that pinned it */
+	SubTransactionId drop_subid;	/* subtransaction that set dropping */
 	InvSettle	settle;			/* filled at the end of the transaction */
 } Touched;
 
@@ -126,8 +128,36 @@ TouchedAdd(Touched *t, InvEntry *entry)
 	t->entry = entry;
 	t->last = -1;
 	t->dropping = false;
+	t->pin_subid = GetCurrentSubTransactionId();
+	t->drop_subid = InvalidSubTransactionId;
 	memset(&t->settle, 0, sizeof(InvSettle));
 	touched[ntouched++] = t;
+}
+
+/*
+ * Unpins the most recently pinned SKU, whose records have all been undone
+ * or were never made: the transaction has nothing in flight for it, so
+ * other transactions' version checks must not count it.
+ */
+static void
+TouchedUnpinLast(void)
+{
+	Touched    *t = touched[--ntouched];
+	InvSettle	settle;
+
+	Assert(t->last < 0);
+	memset(&settle, 0, sizeof(settle));
+	settle.was_dropping = t->dropping;
+	CacheSettle(t->entry, &settle);
+	hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
+}
+
+static bool
+ChangeIsEmpty(const Change *c)
+{
+	return c->delta.on_hand == 0 && c->delta.reserved == 0 &&
+		c->delta.version == 0 && c->hold == 0 && c->incoming == 0 &&
+		c->exists == 0;
 }
 
 /* The SKU's record for the current subtransaction, created on demand. */
@@ -210,6 +240,9 @@ PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
 	{
 		if (added)
 			TouchedForget(t);
+		else if (result == INV_ADMIT_UNKNOWN && PendingSkuExists(key))
+			result = INV_ADMIT_INSUFFICIENT;	/* created by this transaction:
+												 * no units until it commits */
 		return result;
 	}
 
@@ -258,6 +291,40 @@ PendingDropUnbound(const InvKey *key)
 	CacheRelease(t->entry, c->prepaid, 0);
 	c->hold -= c->prepaid;
 	c->prepaid = 0;
+}
+
+/* Where a call starts; see PendingUnpinSince(). */
+int
+PendingMark(void)
+{
+	return ntouched;
+}
+
+/*
+ * A call that pinned the SKU (after mark) and in the end changed nothing --
+ * a refusal, or a replay whose key turned out to be taken -- unpins it again.
+ */
+void
+PendingUnpinSince(const InvKey *key, int mark)
+{
+	Touched    *t = TouchedFind(key);
+
+	if (t == NULL || ntouched <= mark || touched[ntouched - 1] != t)
+		return;
+	for (int i = t->last; i >= 0; i = changes[i].prev)
+	{
+		if (!ChangeIsEmpty(&changes[i]))
+			return;
+	}
+	/* the call touched only this SKU, so its empty records are the tail */
+	while (t->last >= 0)
+	{
+		if (t->last != nchanges - 1)
+			return;
+		t->last = changes[t->last].prev;
+		nchanges--;
+	}
+	TouchedUnpinLast();
 }
 
 static void
@@ -376,12 +443,13 @@ PendingMarkDropping(const InvKey *key)
 		elog(ERROR, "inventory: sku \"%s\" was not pinned", key->sku);
 	if (t->dropping)
 		return;
-	if (!CacheSetDropping(t->entry))
+	if (!CacheSetDropping(t->entry, true))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("sku \"%s\" is in use by another transaction", key->sku),
 				 errhint("Retry when its reservations, restocks and stocktakes in flight have ended.")));
 	t->dropping = true;
+	t->drop_subid = GetCurrentSubTransactionId();
 }
 
 /* Undoes the records of an aborted subtransaction. */
@@ -397,6 +465,21 @@ UndoSubtransaction(SubTransactionId subid)
 		c->sku->last = c->prev;
 		nchanges--;
 	}
+
+	/* pins are nested like records: those of the subtransaction are last */
+	while (ntouched > 0 && touched[ntouched - 1]->pin_subid >= subid)
+		TouchedUnpinLast();
+
+	for (int i = 0; i < ntouched; i++)
+	{
+		Touched    *t = touched[i];
+
+		if (t->dropping && t->drop_subid >= subid)
+		{
+			CacheSetDropping(t->entry, false);
+			t->dropping = false;
+		}
+	}
 }
 
 /* Hands the records of a released subtransaction to its parent. */
@@ -405,6 +488,14 @@ MergeSubtransaction(SubTransactionId subid, SubTransactionId parent)
 {
 	int			first = nchanges;
 	int			kept;
+
+	for (int i = ntouched - 1; i >= 0 && touched[i]->pin_subid >= subid; i--)
+		touched[i]->pin_subid = parent;
+	for (int i = 0; i < ntouched; i++)
+	{
+		if (touched[i]->dropping && touched[i]->drop_subid >= subid)
+			touched[i]->drop_subid = parent;
+	}
 
 	while (first > 0 && changes[first - 1].subid >= subid)
 		first--;
@@ -535,7 +626,7 @@ PendingSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 			UndoSubtransaction(mySubid);
 			break;
 		case SUBXACT_EVENT_COMMIT_SUB:
-			if (nchanges > 0 && changes[nchanges - 1].subid >= mySubid)
+			if (ntouched > 0)
 				MergeSubtransaction(mySubid, parentSubid);
 			break;
 		default:

@@ -19,6 +19,8 @@ extern InvAdmit PendingStocktake(const InvKey *key, int64 counted,
 								 const int64 *expected_version, int64 *delta,
 								 InvView *view);
 extern void PendingDropUnbound(const InvKey *key);
+extern int	PendingMark(void);
+extern void PendingUnpinSince(const InvKey *key, int mark);
 extern void PendingRowChange(const InvKey *key, const InvEffect *delta,
 							 int exists, const InvCounters *counts);
 extern bool PendingSkuExists(const InvKey *key);

@@ -1,0 +1,83 @@
+# 64 clients race for the last 100 units of one SKU: exactly 100 succeed,
+# nothing is oversold, and the cache agrees with the tables.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('race');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'inventory'
+max_connections = 100
+});
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION inventory;
+SELECT inventory.restock('HOT', 100, 'delivery');
+});
+
+# every call a new buyer; a buyer that loses is told insufficient
+my $script = q{
+\set buyer random(1, 9000000000000000000)
+SELECT status FROM inventory.reserve('HOT', 1, 'buyer-' || :buyer);
+};
+$node->pgbench(
+	'--no-vacuum --client=64 --jobs=2 --transactions=50',
+	0,
+	[qr{processed: 3200/3200}],
+	[qr{^$}],
+	'64 clients make 3200 reservation attempts',
+	{ 'race' => $script });
+
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM inventory.ledger WHERE kind = 'reserve'"),
+	'100', 'exactly 100 reservations succeeded');
+is($node->safe_psql('postgres',
+	"SELECT on_hand || ' ' || reserved || ' ' || available FROM inventory.stock WHERE sku = 'HOT'"),
+	'100 100 0', 'the stock view agrees: 100 on hand, 100 reserved, none available');
+is($node->safe_psql('postgres', "SELECT inventory.available('HOT')"),
+	'0', 'the live counter agrees');
+is($node->safe_psql('postgres',
+	"SELECT reserves || ' ' || rejects || ' ' || holds || ' ' || in_flight FROM inventory.sku_stats WHERE sku = 'HOT'"),
+	'100 3100 0 0', 'statistics: 100 reserves, 3100 rejects, nothing in flight');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'),
+	'0', 'verify() is empty');
+
+# the same race with confirms and cancels mixed in: units cancelled go back
+# on sale and are sold again, and still nothing is oversold
+$node->safe_psql('postgres', "SELECT inventory.restock('MIX', 100, 'delivery-mix')");
+my $mixed = q{
+\set buyer random(1, 9000000000000000000)
+\set pay random(1, 10)
+BEGIN;
+SELECT ok AS got FROM inventory.reserve('MIX', 1, 'mix-' || :buyer) \gset
+\if :got
+  \if :pay <= 7
+    SELECT status FROM inventory.confirm('mix-' || :buyer);
+  \else
+    SELECT status FROM inventory.cancel('mix-' || :buyer);
+  \endif
+\endif
+COMMIT;
+};
+$node->pgbench(
+	'--no-vacuum --client=64 --jobs=2 --transactions=40',
+	0,
+	[qr{processed: 2560/2560}],
+	[qr{^$}],
+	'64 clients reserve, confirm and cancel',
+	{ 'mixed' => $mixed });
+
+is($node->safe_psql('postgres', q{
+SELECT count(*) FILTER (WHERE state = 'CONFIRMED') FROM inventory.ledger WHERE sku = 'MIX'}),
+	'100', 'every unit was sold exactly once');
+is($node->safe_psql('postgres',
+	"SELECT on_hand || ' ' || reserved FROM inventory.stock WHERE sku = 'MIX'"),
+	'0 0', 'nothing left, nothing oversold');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'),
+	'0', 'verify() is empty after the mixed race');
+
+$node->stop;
+done_testing();
