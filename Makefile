@@ -14,7 +14,10 @@ OBJS = \
 	src/trigger.o \
 	src/api.o \
 	src/verify.o \
-	src/stats.o
+	src/stats.o \
+	src/fold.o \
+	src/launcher.o \
+	src/worker.o
 
 DATA = $(wildcard inventory--*.sql)
 

@@ -160,6 +160,9 @@ CREATE INDEX ledger_sku_idx ON inventory.ledger (sku, folded);
 -- finds overdue reservations
 CREATE INDEX ledger_due_idx ON inventory.ledger (expires_at)
 	WHERE state OPERATOR(pg_catalog.=) 'PENDING';
+-- finds settled movements not folded yet
+CREATE INDEX ledger_unfolded_idx ON inventory.ledger (sku)
+	WHERE NOT folded AND state IS DISTINCT FROM 'PENDING';
 
 -- keep the data in pg_dump; restore it with triggers disabled (see README)
 SELECT pg_catalog.pg_extension_config_dump('inventory.sku', '');
@@ -303,6 +306,11 @@ CREATE FUNCTION inventory.expire(max_rows integer DEFAULT NULL) RETURNS bigint
 COMMENT ON FUNCTION inventory.expire(integer) IS
 	'expire overdue PENDING reservations now, oldest first; returns how many';
 
+CREATE FUNCTION inventory.fold(max_rows integer DEFAULT NULL) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'inventory_fold' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.fold(integer) IS
+	'move the effect of settled movements into inventory.sku now (the worker does it too); returns how many';
+
 CREATE FUNCTION inventory.verify()
 	RETURNS TABLE (sku text, what text, cached bigint, truth bigint)
 	AS 'MODULE_PATHNAME', 'inventory_verify' LANGUAGE C VOLATILE PARALLEL UNSAFE;
@@ -342,12 +350,26 @@ CREATE FUNCTION inventory.cache_info(
 COMMENT ON FUNCTION inventory.cache_info() IS
 	'size and activity of the shared-memory cache, for all databases';
 
+CREATE FUNCTION inventory.worker_status(
+	OUT datid oid, OUT datname text, OUT pid integer, OUT state text,
+	OUT started_at timestamptz, OUT last_run timestamptz, OUT rounds bigint,
+	OUT expired bigint, OUT folded bigint, OUT lag interval,
+	OUT last_wake timestamptz)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'inventory_worker_status' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.worker_status() IS
+	'the background worker of each served database';
+
+CREATE VIEW inventory.worker_status AS SELECT * FROM inventory.worker_status();
+COMMENT ON VIEW inventory.worker_status IS
+	'the background worker of each served database: last run, rows expired and folded, lag';
+
 ------------------------------------------------------------------------------
 -- Privileges: nothing for PUBLIC but the type and its support functions
 ------------------------------------------------------------------------------
 
 REVOKE ALL ON TABLE inventory.sku, inventory.ledger FROM PUBLIC;
-REVOKE ALL ON inventory.stock, inventory.sku_stats FROM PUBLIC;
+REVOKE ALL ON inventory.stock, inventory.sku_stats, inventory.worker_status FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION
 	inventory.reserve(text, bigint, text, integer, interval, bigint),
 	inventory.confirm(text, integer),
@@ -357,7 +379,9 @@ REVOKE EXECUTE ON FUNCTION
 	inventory.adjust(text, bigint, text, integer, bigint),
 	inventory.available(text),
 	inventory.expire(integer),
+	inventory.fold(integer),
 	inventory.verify(),
+	inventory.worker_status(),
 	inventory.sku_stats(),
 	inventory.stats_reset(),
 	inventory.cache_info()

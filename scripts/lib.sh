@@ -47,12 +47,14 @@ inv_pg_user() {
 }
 
 inv_as_pg() {
+	local vars=("PATH=$INV_PGBIN:$PATH") v
+	for v in PGHOST PGPORT PGUSER PGDATABASE; do
+		[ -n "${!v:-}" ] && vars+=("$v=${!v}")
+	done
 	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u postgres -- env PATH="$INV_PGBIN:$PATH" \
-			PGHOST="${PGHOST:-}" PGPORT="${PGPORT:-}" PGUSER="${PGUSER:-}" \
-			PGDATABASE="${PGDATABASE:-}" "$@"
+		runuser -u postgres -- env "${vars[@]}" "$@"
 	else
-		env PATH="$INV_PGBIN:$PATH" "$@"
+		env "${vars[@]}" "$@"
 	fi
 }
 

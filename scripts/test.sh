@@ -69,7 +69,8 @@ run_pg_regress regression "$WORK/tree/regression.diffs" ISOLATION= TAP_TESTS=
 run_pg_regress isolation "$WORK/tree/output_iso/regression.diffs" REGRESS= TAP_TESTS=
 
 inv_log "pgTAP"
-inv_cluster_start "$WORK/pgtap" >/dev/null
+# the pgTAP files call expire() and fold() themselves
+inv_cluster_start "$WORK/pgtap" "inventory.worker_enabled = off" >/dev/null
 inv_as_pg createdb inventory_pgtap
 inv_as_pg pg_prove --verbose -d inventory_pgtap "$WORK"/tree/test/pgtap/*.sql >"$WORK/pgtap.log" 2>&1
 run_tap_log "$WORK/pgtap.log" $?

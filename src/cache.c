@@ -85,42 +85,27 @@ typedef struct InvShared
 static InvShared *inv = NULL;
 static HTAB *inv_hash = NULL;
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
 /* Share of the idle entries evicted at once when the cache is full. */
 #define EVICT_FRACTION	0.05
 
-static Size
+Size
 CacheShmemSize(void)
 {
 	return add_size(MAXALIGN(sizeof(InvShared)),
 					hash_estimate_size(inv_max_skus, sizeof(InvEntry)));
 }
 
-static void
-CacheShmemRequest(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(CacheShmemSize());
-	RequestNamedLWLockTranche("inventory", 1);
-}
-
-static void
-CacheShmemStartup(void)
+/* Called from the shmem startup hook, with AddinShmemInitLock held. */
+void
+CacheShmemInit(void)
 {
 	HASHCTL		info;
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	inv = ShmemInitStruct("inventory", sizeof(InvShared), &found);
 	if (!found)
 	{
-		inv->lock = &(GetNamedLWLockTranche("inventory"))->lock;
+		inv->lock = &(GetNamedLWLockTranche("inventory"))[INV_LOCK_CACHE].lock;
 		ConditionVariableInit(&inv->loaded);
 		pg_atomic_init_u64(&inv->loads, 0);
 		pg_atomic_init_u64(&inv->evictions, 0);
@@ -129,16 +114,6 @@ CacheShmemStartup(void)
 	info.entrysize = sizeof(InvEntry);
 	inv_hash = ShmemInitHash("inventory skus", inv_max_skus, inv_max_skus,
 							 &info, HASH_ELEM | HASH_BLOBS);
-	LWLockRelease(AddinShmemInitLock);
-}
-
-void
-CacheInstallHooks(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = CacheShmemRequest;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = CacheShmemStartup;
 }
 
 void

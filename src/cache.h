@@ -71,7 +71,8 @@ typedef struct InvSettle
 	InvCounters counts;
 } InvSettle;
 
-extern void CacheInstallHooks(void);
+extern Size CacheShmemSize(void);
+extern void CacheShmemInit(void);
 extern void CacheMakeKey(InvKey *key, const char *sku, int len);
 
 extern InvEntry *CachePin(const InvKey *key);

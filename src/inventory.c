@@ -1,6 +1,6 @@
 /*
  * inventory.c
- *	  Module initialisation: settings, shared memory and transaction hooks.
+ *	  Module initialisation: settings, shared memory, hooks and the launcher.
  *
  * The extension keeps escrow holds in shared memory, so it works only when
  * loaded by the postmaster.  Loaded any other way -- CREATE EXTENSION or the
@@ -13,18 +13,103 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 #include "utils/guc.h"
 
 #include "cache.h"
 #include "inventory.h"
+#include "launcher.h"
 #include "xact.h"
 
 PG_MODULE_MAGIC;
 
 int			inv_max_skus = 10000;
 int			inv_default_ttl = 15 * 60;
+bool		inv_worker_enabled = true;
+int			inv_expire_interval = 1000;
+int			inv_expire_batch = 1000;
+int			inv_fold_batch = 10000;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
+
+static void
+InventoryShmemRequest(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(add_size(CacheShmemSize(), WorkersShmemSize()));
+	RequestNamedLWLockTranche("inventory", INV_NUM_LOCKS);
+}
+
+static void
+InventoryShmemStartup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	CacheShmemInit();
+	WorkersShmemInit();
+	LWLockRelease(AddinShmemInitLock);
+}
+
+static void
+DefineSettings(void)
+{
+	DefineCustomIntVariable("inventory.max_skus",
+							"Number of SKUs the shared-memory cache can hold.",
+							"When the cache is full, the least recently used idle SKUs are evicted.",
+							&inv_max_skus,
+							10000, 16, INT_MAX / 2,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("inventory.default_ttl",
+							"Time a reservation is held when reserve() is given no ttl.",
+							NULL,
+							&inv_default_ttl,
+							15 * 60, 1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("inventory.worker_enabled",
+							 "Whether the background workers expire and fold.",
+							 "When off, the workers stay connected but idle.",
+							 &inv_worker_enabled,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("inventory.expire_interval",
+							"Time between two rounds of a background worker.",
+							"A worker whose last batch was full starts the next round at once.",
+							&inv_expire_interval,
+							1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("inventory.expire_batch",
+							"Overdue reservations a worker expires in one transaction.",
+							NULL,
+							&inv_expire_batch,
+							1000, 1, 1000000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("inventory.fold_batch",
+							"Settled movements a worker folds into inventory.sku in one transaction.",
+							NULL,
+							&inv_fold_batch,
+							10000, 1, 10000000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("inventory");
+}
 
 void
 _PG_init(void)
@@ -36,30 +121,18 @@ _PG_init(void)
 				 errdetail("Its escrow holds live in shared memory, which is set up when the server starts."),
 				 errhint("Add inventory to shared_preload_libraries in postgresql.conf and restart the server.")));
 
-	DefineCustomIntVariable("inventory.max_skus",
-							"Number of SKUs the shared-memory cache can hold.",
-							"When the cache is full, the least recently used idle SKU is evicted.",
-							&inv_max_skus,
-							10000,
-							16,
-							INT_MAX / 2,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
+	DefineSettings();
 
-	DefineCustomIntVariable("inventory.default_ttl",
-							"Time a reservation is held when reserve() is given no ttl.",
-							NULL,
-							&inv_default_ttl,
-							15 * 60,
-							1,
-							INT_MAX,
-							PGC_USERSET,
-							GUC_UNIT_S,
-							NULL, NULL, NULL);
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = InventoryShmemRequest;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = InventoryShmemStartup;
 
-	MarkGUCPrefixReserved("inventory");
-
-	CacheInstallHooks();
 	PendingRegisterCallbacks();
+	LauncherInstallHooks();
+
+	/* pg_upgrade runs the server without workers */
+	if (IsBinaryUpgrade)
+		return;
+	LauncherRegister();
 }

@@ -56,14 +56,17 @@ AS $$ SELECT r FROM kept WHERE kept.label = first.label $$;
 -- everything this run owns, and snapshots of it
 CREATE VIEW pg_temp.my_stock AS
 	SELECT * FROM inventory.stock WHERE starts_with(sku, current_setting('inventory_test.prefix'));
+-- every column but folded: the worker folds settled movements at any
+-- moment, which changes no counter and is not a change of the movement
 CREATE VIEW pg_temp.my_ledger AS
-	SELECT * FROM inventory.ledger WHERE starts_with(order_id, current_setting('inventory_test.prefix'));
+	SELECT order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at
+	  FROM inventory.ledger WHERE starts_with(order_id, current_setting('inventory_test.prefix'));
 CREATE VIEW pg_temp.my_live AS
 	SELECT sku, inventory.available(sku) AS available FROM inventory.sku
 	 WHERE starts_with(sku, current_setting('inventory_test.prefix'));
 
 CREATE TEMP TABLE snap_stock AS SELECT * FROM inventory.stock WHERE false;
-CREATE TEMP TABLE snap_ledger AS SELECT * FROM inventory.ledger WHERE false;
+CREATE TEMP TABLE snap_ledger AS SELECT * FROM pg_temp.my_ledger WHERE false;
 CREATE TEMP TABLE snap_live AS SELECT * FROM pg_temp.my_live WHERE false;
 CREATE FUNCTION pg_temp.snapshot() RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
@@ -81,7 +84,7 @@ LANGUAGE sql AS $$
 	VALUES (pg_temp.n(o), 1, 'reserve', pg_temp.n(s), q, now() - interval '1 minute')
 $$;
 
-SELECT plan(90);
+SELECT plan(92);
 
 ------------------------------------------------------------------------------
 -- committed originals
@@ -105,9 +108,12 @@ SELECT is(pg_temp.res(pg_temp.keep('cancel x', inventory.cancel(pg_temp.n('x')))
 		  'ok=true status=ok sku=A qty=4 state=CANCELLED', 'original: cancel x');
 SELECT is(pg_temp.res(pg_temp.keep('confirm x', inventory.confirm(pg_temp.n('x')))),
 		  'ok=false status=cancelled sku=A qty=4 state=CANCELLED', 'original: confirm of CANCELLED x');
+-- made and confirmed in one transaction, before the worker can expire it
+BEGIN;
 SELECT lives_ok($$SELECT pg_temp.overdue('e', 'A', 1)$$, 'original: an overdue reservation e');
 SELECT is(pg_temp.res(pg_temp.keep('confirm e', inventory.confirm(pg_temp.n('e')))),
 		  'ok=false status=expired sku=A qty=1 state=EXPIRED', 'original: confirm of overdue e');
+COMMIT;
 SELECT is(pg_temp.res(pg_temp.keep('cancel e', inventory.cancel(pg_temp.n('e')))),
 		  'ok=true status=expired sku=A qty=1 state=EXPIRED', 'original: cancel of EXPIRED e');
 SELECT is(pg_temp.counters('A'), 'on_hand=27 reserved=2 available=25 version=9 live=25',
@@ -171,7 +177,7 @@ SELECT results_eq('SELECT * FROM pg_temp.my_stock ORDER BY sku',
 				  'after the replays: inventory.stock unchanged');
 SELECT results_eq('SELECT * FROM pg_temp.my_ledger ORDER BY order_id, batch_id',
 				  'SELECT * FROM snap_ledger ORDER BY order_id, batch_id',
-				  'after the replays: inventory.ledger unchanged, every column');
+				  'after the replays: inventory.ledger unchanged, every column but folded');
 SELECT results_eq('SELECT * FROM pg_temp.my_live ORDER BY sku',
 				  'SELECT * FROM snap_live ORDER BY sku',
 				  'after the replays: inventory.available() unchanged');
@@ -314,9 +320,9 @@ SELECT results_eq('SELECT * FROM pg_temp.my_stock ORDER BY sku',
 SELECT results_eq('SELECT * FROM pg_temp.my_live ORDER BY sku',
 				  'SELECT * FROM snap_live ORDER BY sku',
 				  'extend replayed: inventory.available() unchanged');
-SELECT results_eq($$SELECT order_id, batch_id, kind, sku, qty, counted, state::text, created_at, settled_at, folded
+SELECT results_eq($$SELECT order_id, batch_id, kind, sku, qty, counted, state::text, created_at, settled_at
 					  FROM pg_temp.my_ledger ORDER BY order_id, batch_id$$,
-				  $$SELECT order_id, batch_id, kind, sku, qty, counted, state::text, created_at, settled_at, folded
+				  $$SELECT order_id, batch_id, kind, sku, qty, counted, state::text, created_at, settled_at
 					  FROM snap_ledger ORDER BY order_id, batch_id$$,
 				  'extend replayed: the ledger unchanged but for expires_at');
 SELECT results_eq($$SELECT order_id, expires_at FROM pg_temp.my_ledger WHERE order_id <> pg_temp.n('p') ORDER BY 1$$,

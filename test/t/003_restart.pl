@@ -12,6 +12,8 @@ $node->init;
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'inventory'
 restart_after_crash = on
+# the worker's folding would load SKUs into the cache by itself
+inventory.worker_enabled = off
 });
 $node->start;
 $node->safe_psql('postgres', q{

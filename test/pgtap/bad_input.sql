@@ -1,0 +1,288 @@
+CREATE EXTENSION IF NOT EXISTS pgtap;
+CREATE EXTENSION IF NOT EXISTS inventory;
+
+-- bad_input.sql: the README's "Limits and bad input" table -- each misuse
+-- raises its ERROR with its SQLSTATE (and the documented message), the
+-- limits themselves are accepted, and afterwards no counter, no ledger row
+-- and no hold has changed.
+--
+-- Runs in autocommit, so that "nothing changed" is checked on committed
+-- state and on the shared cache.  All names carry a prefix unique to this
+-- run; the one reservation it makes is cancelled at the end.
+
+SELECT set_config('inventory_test.prefix',
+                  'bad_input-' || substr(md5(random()::text || clock_timestamp()::text), 1, 8) || '-',
+                  false) AS prefix \gset
+
+CREATE FUNCTION pg_temp.n(name text) RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT current_setting('inventory_test.prefix') || name $$;
+
+-- names at and beyond the limits (in bytes: sku 63, order_id 255)
+CREATE FUNCTION pg_temp.sku63() RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT rpad(pg_temp.n('L'), 63, 'x') $$;
+CREATE FUNCTION pg_temp.sku64() RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT rpad(pg_temp.n('L'), 64, 'x') $$;
+-- 63 bytes in fewer characters: fits
+CREATE FUNCTION pg_temp.sku63mb() RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT rpad(pg_temp.n('M'), 63 - 3 * ((63 - octet_length(pg_temp.n('M'))) / 3), 'x') ||
+			 repeat('€', (63 - octet_length(pg_temp.n('M'))) / 3) $$;
+-- 64 or more bytes in fewer than 63 characters: too long
+CREATE FUNCTION pg_temp.sku_mb_long() RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT pg_temp.n('M') || repeat('€', 16) $$;
+CREATE FUNCTION pg_temp.key255() RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT rpad(pg_temp.n('k'), 255, 'x') $$;
+CREATE FUNCTION pg_temp.key256() RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT rpad(pg_temp.n('k'), 256, 'x') $$;
+
+-- SQLSTATE and DETAIL of the error a statement raises
+CREATE FUNCTION pg_temp.error_detail(sql text) RETURNS text LANGUAGE plpgsql
+AS $$
+DECLARE
+	st text;
+	dt text;
+BEGIN
+	EXECUTE sql;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, dt = PG_EXCEPTION_DETAIL;
+	RETURN st || ': ' || dt;
+END $$;
+
+-- what this run owns, for the before/after comparison: the counters, the
+-- ledger (but for folded: the worker folds settled movements at any moment,
+-- which changes no counter), available() and the holds in shared memory
+CREATE VIEW pg_temp.my_stock AS
+	SELECT * FROM inventory.stock WHERE starts_with(sku, current_setting('inventory_test.prefix'));
+CREATE VIEW pg_temp.my_ledger AS
+	SELECT order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at
+	  FROM inventory.ledger WHERE starts_with(order_id, current_setting('inventory_test.prefix'));
+CREATE VIEW pg_temp.my_live AS
+	SELECT s.sku, inventory.available(s.sku) AS available, t.holds
+	  FROM inventory.sku s LEFT JOIN inventory.sku_stats t ON t.sku = s.sku
+	 WHERE starts_with(s.sku, current_setting('inventory_test.prefix'));
+
+SELECT plan(89);
+
+------------------------------------------------------------------------------
+-- setup, and the limits themselves
+------------------------------------------------------------------------------
+
+SELECT is((inventory.restock(pg_temp.n('A'), 10, pg_temp.n('r1'))).status, 'ok', 'setup: restock A');
+SELECT is((inventory.reserve(pg_temp.n('A'), 2, pg_temp.n('o1'), ttl => '1 hour')).status, 'ok', 'setup: reserve o1');
+
+SELECT is(octet_length(pg_temp.sku63()), 63, 'sku63 is 63 bytes');
+SELECT is((inventory.restock(pg_temp.sku63(), 3, pg_temp.key255())).status, 'ok',
+		  'a 63-byte sku and a 255-byte order_id are accepted');
+SELECT is(inventory.available(pg_temp.sku63()), 3::bigint, 'the 63-byte SKU has its units');
+SELECT is((inventory.reserve(pg_temp.sku63(), 1, pg_temp.n('o63'), ttl => '1 hour')).status, 'ok',
+		  'a reservation of the 63-byte SKU');
+SELECT is((inventory.confirm(pg_temp.n('o63'))).status, 'ok', 'and its confirmation');
+SELECT is(octet_length(pg_temp.sku63mb()), 63, 'sku63mb is 63 bytes');
+SELECT cmp_ok(length(pg_temp.sku63mb()), '<', 63, 'sku63mb has fewer than 63 characters');
+SELECT is((inventory.reserve(pg_temp.sku63mb(), 1, pg_temp.n('omb'))).status, 'unknown_sku',
+		  'a 63-byte multibyte sku is accepted (unknown_sku, not an error)');
+SELECT is((inventory.cancel(rpad(pg_temp.n('z'), 255, 'x'))).status, 'not_found',
+		  'a 255-byte order_id is accepted by cancel');
+SELECT is(inventory.expire(0), 0::bigint, 'expire(0) expires nothing');
+
+-- the state of everything this run owns, before the bad calls
+CREATE TEMP TABLE snap_stock AS SELECT * FROM pg_temp.my_stock;
+CREATE TEMP TABLE snap_ledger AS SELECT * FROM pg_temp.my_ledger;
+CREATE TEMP TABLE snap_live AS SELECT * FROM pg_temp.my_live;
+
+------------------------------------------------------------------------------
+-- reserve
+------------------------------------------------------------------------------
+
+SELECT throws_ok(format('SELECT inventory.reserve(NULL, 1, %L)', pg_temp.n('b1')),
+				 '22004', 'sku must not be null', 'reserve: NULL sku');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, NULL, %L)', pg_temp.n('A'), pg_temp.n('b1')),
+				 '22004', 'qty must not be null', 'reserve: NULL qty');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, NULL)', pg_temp.n('A')),
+				 '22004', 'order_id must not be null', 'reserve: NULL order_id');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L, NULL)', pg_temp.n('A'), pg_temp.n('b1')),
+				 '22004', 'batch_id must not be null', 'reserve: NULL batch_id');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 0, %L)', pg_temp.n('A'), pg_temp.n('b1')),
+				 '22023', 'qty must be positive', 'reserve: qty 0');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, -1, %L)', pg_temp.n('A'), pg_temp.n('b1')),
+				 '22023', 'qty must be positive', 'reserve: negative qty');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, -9223372036854775808, %L)', pg_temp.n('A'), pg_temp.n('b1')),
+				 '22023', 'qty must be positive', 'reserve: the smallest bigint as qty');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L)', '', pg_temp.n('b1')),
+				 '22023', 'sku must not be empty', 'reserve: empty sku');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L)', pg_temp.n('A'), ''),
+				 '22023', 'order_id must not be empty', 'reserve: empty order_id');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L)', pg_temp.sku64(), pg_temp.n('b1')),
+				 '22001', 'sku is too long', 'reserve: 64-byte sku');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L)', pg_temp.sku_mb_long(), pg_temp.n('b1')),
+				 '22001', 'sku is too long', 'reserve: sku over 63 bytes in fewer characters');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L)', pg_temp.n('A'), pg_temp.key256()),
+				 '22001', 'order_id is too long', 'reserve: 256-byte order_id');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L, ttl => %L)', pg_temp.n('A'), pg_temp.n('b1'), '0'),
+				 '22023', 'ttl must be positive', 'reserve: ttl 0');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L, ttl => %L)', pg_temp.n('A'), pg_temp.n('b1'), '-1 second'),
+				 '22023', 'ttl must be positive', 'reserve: negative ttl');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L, ttl => %L)', pg_temp.n('A'), pg_temp.n('b1'), '1 day -25 hours'),
+				 '22023', 'ttl must be positive', 'reserve: ttl negative in total');
+-- bad input is refused even for a key that exists, and for a SKU that does not
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 0, %L)', pg_temp.n('A'), pg_temp.n('o1')),
+				 '22023', 'qty must be positive', 'reserve: qty 0 with an existing key');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L, ttl => %L)', pg_temp.n('NOPE'), pg_temp.n('b1'), '0'),
+				 '22023', 'ttl must be positive', 'reserve: ttl 0 for an unknown SKU');
+
+------------------------------------------------------------------------------
+-- confirm, cancel, extend
+------------------------------------------------------------------------------
+
+SELECT throws_ok('SELECT inventory.confirm(NULL)', '22004', 'order_id must not be null', 'confirm: NULL order_id');
+SELECT throws_ok(format('SELECT inventory.confirm(%L, NULL)', pg_temp.n('o1')),
+				 '22004', 'batch_id must not be null', 'confirm: NULL batch_id');
+SELECT throws_ok($$SELECT inventory.confirm('')$$, '22023', 'order_id must not be empty', 'confirm: empty order_id');
+SELECT throws_ok(format('SELECT inventory.confirm(%L)', pg_temp.key256()),
+				 '22001', 'order_id is too long', 'confirm: 256-byte order_id');
+
+SELECT throws_ok('SELECT inventory.cancel(NULL)', '22004', 'order_id must not be null', 'cancel: NULL order_id');
+SELECT throws_ok(format('SELECT inventory.cancel(%L, NULL)', pg_temp.n('o1')),
+				 '22004', 'batch_id must not be null', 'cancel: NULL batch_id');
+SELECT throws_ok($$SELECT inventory.cancel('')$$, '22023', 'order_id must not be empty', 'cancel: empty order_id');
+SELECT throws_ok(format('SELECT inventory.cancel(%L)', pg_temp.key256()),
+				 '22001', 'order_id is too long', 'cancel: 256-byte order_id');
+
+SELECT throws_ok($$SELECT inventory.extend(NULL, 1, '1 hour')$$, '22004', 'order_id must not be null', 'extend: NULL order_id');
+SELECT throws_ok(format($$SELECT inventory.extend(%L, NULL, '1 hour')$$, pg_temp.n('o1')),
+				 '22004', 'batch_id must not be null', 'extend: NULL batch_id');
+SELECT throws_ok(format('SELECT inventory.extend(%L, 1, NULL)', pg_temp.n('o1')),
+				 '22004', 'ttl must not be null', 'extend: NULL ttl');
+SELECT throws_ok(format($$SELECT inventory.extend(%L, 1, '0')$$, pg_temp.n('o1')),
+				 '22023', 'ttl must be positive', 'extend: ttl 0');
+SELECT throws_ok(format($$SELECT inventory.extend(%L, 1, '-5 minutes')$$, pg_temp.n('o1')),
+				 '22023', 'ttl must be positive', 'extend: negative ttl');
+SELECT throws_ok($$SELECT inventory.extend('', 1, '1 hour')$$, '22023', 'order_id must not be empty', 'extend: empty order_id');
+SELECT throws_ok(format($$SELECT inventory.extend(%L, 1, '1 hour')$$, pg_temp.key256()),
+				 '22001', 'order_id is too long', 'extend: 256-byte order_id');
+
+------------------------------------------------------------------------------
+-- restock, adjust
+------------------------------------------------------------------------------
+
+SELECT throws_ok(format('SELECT inventory.restock(NULL, 1, %L)', pg_temp.n('b2')),
+				 '22004', 'sku must not be null', 'restock: NULL sku');
+SELECT throws_ok(format('SELECT inventory.restock(%L, NULL, %L)', pg_temp.n('A'), pg_temp.n('b2')),
+				 '22004', 'qty must not be null', 'restock: NULL qty');
+SELECT throws_ok(format('SELECT inventory.restock(%L, 1, NULL)', pg_temp.n('A')),
+				 '22004', 'order_id must not be null', 'restock: NULL order_id');
+SELECT throws_ok(format('SELECT inventory.restock(%L, 1, %L, NULL)', pg_temp.n('A'), pg_temp.n('b2')),
+				 '22004', 'batch_id must not be null', 'restock: NULL batch_id');
+SELECT throws_ok(format('SELECT inventory.restock(%L, 0, %L)', pg_temp.n('A'), pg_temp.n('b2')),
+				 '22023', 'qty must be positive', 'restock: qty 0');
+SELECT throws_ok(format('SELECT inventory.restock(%L, -5, %L)', pg_temp.n('A'), pg_temp.n('b2')),
+				 '22023', 'qty must be positive', 'restock: negative qty');
+SELECT throws_ok(format('SELECT inventory.restock(%L, 1, %L)', '', pg_temp.n('b2')),
+				 '22023', 'sku must not be empty', 'restock: empty sku');
+SELECT throws_ok(format('SELECT inventory.restock(%L, 1, %L)', pg_temp.n('A'), ''),
+				 '22023', 'order_id must not be empty', 'restock: empty order_id');
+SELECT throws_ok(format('SELECT inventory.restock(%L, 1, %L)', pg_temp.sku64(), pg_temp.n('b2')),
+				 '22001', 'sku is too long', 'restock: 64-byte sku');
+SELECT throws_ok(format('SELECT inventory.restock(%L, 1, %L)', pg_temp.n('A'), pg_temp.key256()),
+				 '22001', 'order_id is too long', 'restock: 256-byte order_id');
+SELECT throws_ok(format('SELECT inventory.restock(%L, 9223372036854775807, %L)', pg_temp.n('A'), pg_temp.n('b2')),
+				 '22003', NULL, 'restock: on_hand beyond bigint');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						  VALUES (%L, 1, 'restock', %L, 9223372036854775807)$$, pg_temp.n('b2'), pg_temp.n('A')),
+				 '22003', NULL, 'a direct restock beyond bigint');
+
+SELECT throws_ok(format('SELECT inventory.adjust(NULL, 1, %L)', pg_temp.n('b3')),
+				 '22004', 'sku must not be null', 'adjust: NULL sku');
+SELECT throws_ok(format('SELECT inventory.adjust(%L, NULL, %L)', pg_temp.n('A'), pg_temp.n('b3')),
+				 '22004', 'on_hand must not be null', 'adjust: NULL on_hand');
+SELECT throws_ok(format('SELECT inventory.adjust(%L, 1, NULL)', pg_temp.n('A')),
+				 '22004', 'order_id must not be null', 'adjust: NULL order_id');
+SELECT throws_ok(format('SELECT inventory.adjust(%L, 1, %L, NULL)', pg_temp.n('A'), pg_temp.n('b3')),
+				 '22004', 'batch_id must not be null', 'adjust: NULL batch_id');
+SELECT throws_ok(format('SELECT inventory.adjust(%L, -1, %L)', pg_temp.n('A'), pg_temp.n('b3')),
+				 '22023', 'on_hand must not be negative', 'adjust: negative on_hand');
+SELECT throws_ok(format('SELECT inventory.adjust(%L, 1, %L)', '', pg_temp.n('b3')),
+				 '22023', 'sku must not be empty', 'adjust: empty sku');
+SELECT throws_ok(format('SELECT inventory.adjust(%L, 1, %L)', pg_temp.n('A'), ''),
+				 '22023', 'order_id must not be empty', 'adjust: empty order_id');
+SELECT throws_ok(format('SELECT inventory.adjust(%L, 1, %L)', pg_temp.sku64(), pg_temp.n('b3')),
+				 '22001', 'sku is too long', 'adjust: 64-byte sku');
+SELECT throws_ok(format('SELECT inventory.adjust(%L, 1, %L)', pg_temp.n('A'), pg_temp.key256()),
+				 '22001', 'order_id is too long', 'adjust: 256-byte order_id');
+
+------------------------------------------------------------------------------
+-- available, expire
+------------------------------------------------------------------------------
+
+SELECT throws_ok('SELECT inventory.available(NULL)', '22004', 'sku must not be null', 'available: NULL sku');
+SELECT throws_ok($$SELECT inventory.available('')$$, '22023', 'sku must not be empty', 'available: empty sku');
+SELECT throws_ok(format('SELECT inventory.available(%L)', pg_temp.sku64()),
+				 '22001', 'sku is too long', 'available: 64-byte sku');
+SELECT throws_ok('SELECT inventory.expire(-1)', '22023', NULL, 'expire: negative max_rows');
+SELECT throws_ok('SELECT inventory.expire(-2147483648)', '22023', NULL, 'expire: the smallest int as max_rows');
+
+------------------------------------------------------------------------------
+-- unknown state names
+------------------------------------------------------------------------------
+
+SELECT throws_ok($$SELECT 'bogus'::inventory.state$$, '22P02', NULL, 'state: unknown name');
+SELECT throws_ok($$SELECT ''::inventory.state$$, '22P02', NULL, 'state: empty name');
+SELECT throws_ok($$SELECT 'PENDINGX'::inventory.state$$, '22P02', NULL, 'state: a valid name with a suffix');
+SELECT throws_ok($$SELECT 'PEND ING'::inventory.state$$, '22P02', NULL, 'state: white space inside the name');
+SELECT throws_ok($$SELECT inventory.can_transition('PENDING', 'SHIPPED')$$, '22P02', NULL, 'can_transition: unknown name');
+SELECT throws_ok($$SELECT inventory.is_final('DONE')$$, '22P02', NULL, 'is_final: unknown name');
+SELECT throws_ok(format($$UPDATE inventory.ledger SET state = 'LOST' WHERE order_id = %L$$, pg_temp.n('o1')),
+				 '22P02', NULL, 'UPDATE of the ledger to an unknown state');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, state)
+						  VALUES (%L, 1, 'reserve', %L, 1, 'NEW')$$, pg_temp.n('b4'), pg_temp.n('A')),
+				 '22P02', NULL, 'INSERT into the ledger with an unknown state');
+SELECT ok(pg_temp.error_detail($$SELECT 'bogus'::inventory.state$$) ~ '^22P02: ' AND
+		  pg_temp.error_detail($$SELECT 'bogus'::inventory.state$$) ~ 'PENDING' AND
+		  pg_temp.error_detail($$SELECT 'bogus'::inventory.state$$) ~ 'CONFIRMED' AND
+		  pg_temp.error_detail($$SELECT 'bogus'::inventory.state$$) ~ 'CANCELLED' AND
+		  pg_temp.error_detail($$SELECT 'bogus'::inventory.state$$) ~ 'EXPIRED',
+		  'the 22P02 error lists the valid names');
+
+------------------------------------------------------------------------------
+-- PREPARE TRANSACTION after changing inventory: ERROR 0A000
+------------------------------------------------------------------------------
+
+-- PREPARE TRANSACTION cannot run inside a function, so psql runs it and
+-- its SQLSTATE is asserted afterwards.  The transaction touches no
+-- temporary object (that would be refused with 0A000 too).
+SELECT set_config('inventory_test.gid', current_setting('inventory_test.prefix') || 'gid', false) AS gid \gset
+\set ON_ERROR_STOP 0
+BEGIN;
+SELECT inventory.reserve(:'prefix' || 'A', 1, :'prefix' || 'prep', ttl => '1 hour') \g /dev/null
+PREPARE TRANSACTION :'gid';
+\set prep_sqlstate :SQLSTATE
+\set ON_ERROR_STOP 1
+SELECT count(*) > 0 AS prep_leaked FROM pg_prepared_xacts WHERE gid = :'gid' \gset
+\if :prep_leaked
+ROLLBACK PREPARED :'gid';
+\endif
+SELECT is(:'prep_sqlstate'::text, '0A000', 'PREPARE TRANSACTION after a reserve: 0A000');
+SELECT is(:'prep_leaked'::text, 'f', 'no transaction was prepared');
+SELECT is((SELECT count(*) FROM inventory.ledger WHERE order_id = pg_temp.n('prep')), 0::bigint,
+		  'the refused PREPARE rolled the reservation back');
+
+------------------------------------------------------------------------------
+-- nothing changed
+------------------------------------------------------------------------------
+
+SELECT results_eq('SELECT * FROM pg_temp.my_stock ORDER BY sku', 'SELECT * FROM snap_stock ORDER BY sku',
+				  'after the bad calls: inventory.stock unchanged');
+SELECT results_eq('SELECT * FROM pg_temp.my_ledger ORDER BY order_id, batch_id',
+				  'SELECT * FROM snap_ledger ORDER BY order_id, batch_id',
+				  'after the bad calls: inventory.ledger unchanged');
+SELECT results_eq('SELECT * FROM pg_temp.my_live ORDER BY sku', 'SELECT * FROM snap_live ORDER BY sku',
+				  'after the bad calls: available() and holds unchanged');
+SELECT is((SELECT string_agg(holds::text, ',') FROM pg_temp.my_live),
+		  '0,0', 'no hold is left behind');
+SELECT is((SELECT count(*) FROM inventory.sku WHERE starts_with(sku, current_setting('inventory_test.prefix'))),
+		  2::bigint, 'no SKU was created by a bad call');
+
+SELECT is((inventory.cancel(pg_temp.n('o1'))).status, 'ok', 'cleanup: cancel o1');
+SELECT is_empty('SELECT * FROM inventory.verify()', 'inventory.verify() is empty');
+
+SELECT * FROM finish();

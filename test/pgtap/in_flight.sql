@@ -1,0 +1,173 @@
+CREATE EXTENSION IF NOT EXISTS pgtap;
+CREATE EXTENSION IF NOT EXISTS inventory;
+
+-- in_flight.sql: the outcome-table rows that need a second transaction
+-- with a change to the SKU in flight:
+--   reserve | none; another transaction has a change to the SKU in flight
+--           (expected_version given) | version_conflict | f | none
+--   adjust  | same | version_conflict | f | none
+-- and "available counts the holds of transactions in flight; other changes
+-- count once they commit".  The second transaction is a dblink connection
+-- to this same database; without dblink (or if it cannot connect) the file
+-- skips.  All names carry a prefix unique to this run.
+
+SELECT set_config('inventory_test.prefix',
+                  'in_flight-' || substr(md5(random()::text || clock_timestamp()::text), 1, 8) || '-',
+                  false) AS prefix \gset
+
+CREATE FUNCTION pg_temp.n(name text) RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT current_setting('inventory_test.prefix') || name $$;
+
+SELECT count(*) > 0 AS has_dblink FROM pg_available_extensions WHERE name = 'dblink' \gset
+\if :has_dblink
+CREATE EXTENSION IF NOT EXISTS dblink;
+-- connect through this server's own socket (or loopback) and port
+CREATE FUNCTION pg_temp.connect_peer() RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+	dir text := split_part(current_setting('unix_socket_directories'), ',', 1);
+BEGIN
+	PERFORM dblink_connect('inventory_peer',
+		format('dbname=%s host=%s port=%s user=%s application_name=in_flight_peer',
+			   quote_literal(current_database()),
+			   quote_literal(CASE WHEN trim(dir) = '' THEN '127.0.0.1' ELSE trim(dir) END),
+			   current_setting('port'), quote_literal(current_user)));
+	RETURN true;
+EXCEPTION WHEN OTHERS THEN
+	RAISE NOTICE 'in_flight.sql: cannot connect to this database through dblink: %', SQLERRM;
+	RETURN false;
+END $$;
+SELECT pg_temp.connect_peer() AS peer_ok \gset
+\else
+\set peer_ok false
+\endif
+
+\if :peer_ok
+
+-- runs a statement in the peer session
+CREATE FUNCTION pg_temp.peer(sql text) RETURNS text LANGUAGE sql
+AS $$ SELECT dblink_exec('inventory_peer', sql) $$;
+-- a call in the peer session, its status
+CREATE FUNCTION pg_temp.peer_status(sql text) RETURNS text LANGUAGE sql
+AS $$ SELECT status FROM dblink('inventory_peer', sql) AS t(status text) $$;
+
+CREATE FUNCTION pg_temp.res(r inventory.result) RETURNS text LANGUAGE plpgsql
+AS $$
+BEGIN
+	RETURN format('ok=%s status=%s qty=%s state=%s available=%s version=%s',
+				  coalesce(r.ok::text, 'NULL'), coalesce(r.status, 'NULL'),
+				  coalesce(r.qty::text, 'NULL'), coalesce(r.state::text, 'NULL'),
+				  coalesce(r.available::text, 'NULL'), coalesce(r.version::text, 'NULL'));
+END $$;
+
+CREATE FUNCTION pg_temp.counters(name text) RETURNS text LANGUAGE plpgsql
+AS $$
+DECLARE
+	s record;
+	t text := 'no sku';
+BEGIN
+	SELECT * INTO s FROM inventory.stock WHERE sku = pg_temp.n(name);
+	IF FOUND THEN
+		t := format('on_hand=%s reserved=%s available=%s version=%s',
+					s.on_hand, s.reserved, s.available, s.version);
+	END IF;
+	RETURN t || ' live=' || coalesce(inventory.available(pg_temp.n(name))::text, 'NULL');
+END $$;
+
+SELECT plan(34);
+
+SELECT is((inventory.restock(pg_temp.n('A'), 10, pg_temp.n('rA'))).status, 'ok', 'setup: restock A 10');
+SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=0 available=10 version=1 live=10', 'setup: counters of A');
+
+------------------------------------------------------------------------------
+-- a reservation in flight in another transaction
+------------------------------------------------------------------------------
+
+SELECT is(pg_temp.peer('BEGIN'), 'BEGIN', 'peer: BEGIN');
+SELECT is(pg_temp.peer_status(format('SELECT status FROM inventory.reserve(%L, 3, %L)', pg_temp.n('A'), pg_temp.n('p1'))),
+		  'ok', 'peer: reserve 3 units, not committed');
+SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=0 available=10 version=1 live=7',
+		  'available() counts the hold in flight; the tables do not show it yet');
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v1'), expected_version => 1)),
+		  'ok=false status=version_conflict qty=1 state=NULL available=7 version=1',
+		  'reserve with the current version while another transaction has a change in flight: version_conflict');
+SELECT is((SELECT count(*) FROM inventory.ledger WHERE order_id = pg_temp.n('v1')), 0::bigint,
+		  'version_conflict: no ledger row');
+SELECT is(pg_temp.res(inventory.adjust(pg_temp.n('A'), 12, pg_temp.n('v2'), expected_version => 1)),
+		  'ok=false status=version_conflict qty=12 state=NULL available=7 version=1',
+		  'adjust with the current version while another transaction has a change in flight: version_conflict');
+SELECT is((SELECT count(*) FROM inventory.ledger WHERE order_id = pg_temp.n('v2')), 0::bigint,
+		  'version_conflict of adjust: no ledger row');
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 8, pg_temp.n('i1'))),
+		  'ok=false status=insufficient qty=8 state=NULL available=7 version=1',
+		  'the hold in flight counts for admission: 8 of 7 is insufficient');
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 7, pg_temp.n('l1'))),
+		  'ok=true status=ok qty=7 state=PENDING available=0 version=1',
+		  'without expected_version a reservation does not wait for the other transaction');
+SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=7 available=3 version=2 live=0',
+		  'our reservation committed; the peer''s hold is still in flight');
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('i2'))),
+		  'ok=false status=insufficient qty=1 state=NULL available=0 version=2',
+		  'nothing is left for anyone while the peer holds its units');
+SELECT is_empty('SELECT * FROM inventory.verify()', 'verify() reports nothing while the peer has changes in flight');
+SELECT is(pg_temp.peer('ROLLBACK'), 'ROLLBACK', 'peer: ROLLBACK');
+SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=7 available=3 version=2 live=3',
+		  'after the peer rolled back its hold is returned');
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v3'), expected_version => 2)),
+		  'ok=true status=ok qty=1 state=PENDING available=2 version=2',
+		  'with nothing in flight the current version is accepted');
+
+------------------------------------------------------------------------------
+-- a confirmation in flight
+------------------------------------------------------------------------------
+
+SELECT is(pg_temp.peer('BEGIN'), 'BEGIN', 'peer: BEGIN');
+SELECT is(pg_temp.peer_status(format('SELECT status FROM inventory.confirm(%L)', pg_temp.n('l1'))),
+		  'ok', 'peer: confirm our reservation, not committed');
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v4'), expected_version => 3)),
+		  'ok=false status=version_conflict qty=1 state=NULL available=2 version=3',
+		  'reserve with the current version while a confirm is in flight: version_conflict');
+SELECT is(pg_temp.peer('COMMIT'), 'COMMIT', 'peer: COMMIT');
+SELECT is(pg_temp.counters('A'), 'on_hand=3 reserved=1 available=2 version=4 live=2',
+		  'after the peer committed: the sale left on_hand, available unchanged');
+
+------------------------------------------------------------------------------
+-- a restock in flight: version checks conflict, its units count at commit
+------------------------------------------------------------------------------
+
+SELECT is(pg_temp.peer('BEGIN'), 'BEGIN', 'peer: BEGIN');
+SELECT is(pg_temp.peer_status(format('SELECT status FROM inventory.restock(%L, 5, %L)', pg_temp.n('A'), pg_temp.n('pr'))),
+		  'ok', 'peer: restock 5, not committed');
+SELECT is(inventory.available(pg_temp.n('A')), 2::bigint, 'units of a restock in flight are not available yet');
+SELECT is(pg_temp.res(inventory.adjust(pg_temp.n('A'), 3, pg_temp.n('v5'), expected_version => 4)),
+		  'ok=false status=version_conflict qty=3 state=NULL available=2 version=4',
+		  'adjust with the current version while a restock is in flight: version_conflict');
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 3, pg_temp.n('i3'))),
+		  'ok=false status=insufficient qty=3 state=NULL available=2 version=4',
+		  'the restock in flight does not make a reservation possible');
+SELECT is(pg_temp.peer('COMMIT'), 'COMMIT', 'peer: COMMIT');
+SELECT is(pg_temp.counters('A'), 'on_hand=8 reserved=1 available=7 version=5 live=7',
+		  'after the peer committed its units are available');
+SELECT is(pg_temp.res(inventory.adjust(pg_temp.n('A'), 9, pg_temp.n('a1'), expected_version => 5)),
+		  'ok=true status=ok qty=9 state=NULL available=7 version=5',
+		  'with nothing in flight the stocktake with the current version works');
+
+------------------------------------------------------------------------------
+-- settle
+------------------------------------------------------------------------------
+
+SELECT is((inventory.cancel(pg_temp.n('v3'))).status, 'ok', 'cancel v3');
+SELECT is(pg_temp.counters('A'), 'on_hand=9 reserved=0 available=9 version=7 live=9', 'final counters');
+SELECT is((SELECT count(*) FROM inventory.ledger
+			WHERE starts_with(order_id, current_setting('inventory_test.prefix')) AND state::text = 'PENDING'),
+		  0::bigint, 'no reservation of this file is left PENDING');
+SELECT is_empty('SELECT * FROM inventory.verify()', 'inventory.verify() is empty');
+SELECT dblink_disconnect('inventory_peer') AS disconnected \gset
+
+\else
+
+SELECT plan(1);
+SELECT skip('dblink is not available or cannot connect: no second transaction to test with', 1);
+
+\endif
+
+SELECT * FROM finish();

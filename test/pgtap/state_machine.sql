@@ -1,0 +1,430 @@
+CREATE EXTENSION IF NOT EXISTS pgtap;
+CREATE EXTENSION IF NOT EXISTS inventory;
+
+-- state_machine.sql: invariant I4 -- a reservation leaves PENDING once, for
+-- a final state, and nothing leaves a final state: not through the
+-- functions, not through direct DML (UPDATE, INSERT, DELETE, TRUNCATE, COPY),
+-- not under session_replication_role = replica.  Rule breaks fail with
+-- 23514, refused DELETE/TRUNCATE with 23001, an unknown SKU with 23503;
+-- every legal write works and counts.  Also inventory.can_transition for
+-- all 16 pairs, inventory.is_final, and the state type itself.
+--
+-- Only the SKUs are committed (a reservation needs a committed SKU); all
+-- else runs in one transaction that is rolled back.  The background worker
+-- folds the committed restocks at any moment: the TRUNCATEs run first,
+-- before the transaction holds any lock the worker could wait for, the
+-- transaction takes no lasting lock on a row of inventory.sku, and the
+-- DELETEs of movements and SKUs aim at rows the worker cannot see yet.
+
+SELECT set_config('inventory_test.prefix',
+                  'state_machine-' || substr(md5(random()::text || clock_timestamp()::text), 1, 8) || '-',
+                  false) AS prefix \gset
+
+CREATE FUNCTION pg_temp.n(name text) RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT current_setting('inventory_test.prefix') || name $$;
+
+-- a SKU's row of inventory.stock (the transaction's own view)
+CREATE FUNCTION pg_temp.stock(name text) RETURNS text LANGUAGE plpgsql
+AS $$
+DECLARE
+	s record;
+BEGIN
+	SELECT * INTO s FROM inventory.stock WHERE sku = pg_temp.n(name);
+	IF NOT FOUND THEN
+		RETURN 'no sku';
+	END IF;
+	RETURN format('on_hand=%s reserved=%s available=%s version=%s',
+				  s.on_hand, s.reserved, s.available, s.version);
+END $$;
+
+CREATE FUNCTION pg_temp.state_of(o text) RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT coalesce((SELECT state::text FROM inventory.ledger WHERE order_id = pg_temp.n(o) AND batch_id = 1), 'no row') $$;
+
+-- calls confirm, cancel or extend on a key; returns the status and the
+-- state of the row afterwards, and says whether expires_at moved
+CREATE FUNCTION pg_temp.try(op text, o text) RETURNS text LANGUAGE plpgsql
+AS $$
+DECLARE
+	r inventory.result;
+	before timestamptz;
+	after timestamptz;
+BEGIN
+	SELECT expires_at INTO before FROM inventory.ledger WHERE order_id = pg_temp.n(o);
+	IF op = 'confirm' THEN
+		r := inventory.confirm(pg_temp.n(o));
+	ELSIF op = 'cancel' THEN
+		r := inventory.cancel(pg_temp.n(o));
+	ELSE
+		r := inventory.extend(pg_temp.n(o), 1, '1 hour');
+	END IF;
+	SELECT expires_at INTO after FROM inventory.ledger WHERE order_id = pg_temp.n(o);
+	RETURN format('%s -> %s, row %s%s', op, r.status, pg_temp.state_of(o),
+				  CASE WHEN after IS DISTINCT FROM before THEN ', expires_at moved' ELSE '' END);
+END $$;
+
+CREATE FUNCTION pg_temp.overdue(o text, s text, q bigint) RETURNS void
+LANGUAGE sql AS $$
+	INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
+	VALUES (pg_temp.n(o), 1, 'reserve', pg_temp.n(s), q, now() - interval '1 minute')
+$$;
+
+-- an UPDATE of one ledger row, as SQL
+CREATE FUNCTION pg_temp.upd(o text, set_clause text) RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT format('UPDATE inventory.ledger SET %s WHERE order_id = %L AND batch_id = 1', set_clause, pg_temp.n(o)) $$;
+
+-- committed SKUs: A with 100 units, B with 10, D with 5
+DO $$
+BEGIN
+	PERFORM inventory.restock(pg_temp.n('A'), 100, pg_temp.n('rA'));
+	PERFORM inventory.restock(pg_temp.n('B'), 10, pg_temp.n('rB'));
+	PERFORM inventory.restock(pg_temp.n('D'), 5, pg_temp.n('rD'));
+END $$;
+
+BEGIN;
+SELECT plan(166);
+
+------------------------------------------------------------------------------
+-- TRUNCATE is refused (first: see above)
+------------------------------------------------------------------------------
+
+SELECT throws_ok('TRUNCATE inventory.ledger', '23001', NULL, 'TRUNCATE inventory.ledger: 23001');
+SELECT throws_ok('TRUNCATE inventory.sku', '23001', NULL, 'TRUNCATE inventory.sku: 23001');
+SELECT throws_ok('TRUNCATE inventory.ledger, inventory.sku', '23001', NULL, 'TRUNCATE of both tables: 23001');
+SET LOCAL session_replication_role = replica;
+SELECT throws_ok('TRUNCATE inventory.ledger', '23001', NULL, 'replica role: TRUNCATE inventory.ledger: 23001');
+SELECT throws_ok('TRUNCATE inventory.sku', '23001', NULL, 'replica role: TRUNCATE inventory.sku: 23001');
+SET LOCAL session_replication_role = origin;
+SELECT is((SELECT count(*) FROM inventory.ledger WHERE order_id IN (pg_temp.n('rA'), pg_temp.n('rB'), pg_temp.n('rD'))),
+		  3::bigint, 'the refused TRUNCATEs left the ledger in place');
+
+------------------------------------------------------------------------------
+-- inventory.can_transition: all 16 pairs; inventory.is_final
+------------------------------------------------------------------------------
+
+SELECT is(inventory.can_transition('PENDING', 'PENDING'), false, 'can_transition(PENDING, PENDING) is false');
+SELECT is(inventory.can_transition('PENDING', 'CONFIRMED'), true, 'can_transition(PENDING, CONFIRMED) is true');
+SELECT is(inventory.can_transition('PENDING', 'CANCELLED'), true, 'can_transition(PENDING, CANCELLED) is true');
+SELECT is(inventory.can_transition('PENDING', 'EXPIRED'), true, 'can_transition(PENDING, EXPIRED) is true');
+SELECT is(inventory.can_transition('CONFIRMED', 'PENDING'), false, 'can_transition(CONFIRMED, PENDING) is false');
+SELECT is(inventory.can_transition('CONFIRMED', 'CONFIRMED'), false, 'can_transition(CONFIRMED, CONFIRMED) is false');
+SELECT is(inventory.can_transition('CONFIRMED', 'CANCELLED'), false, 'can_transition(CONFIRMED, CANCELLED) is false');
+SELECT is(inventory.can_transition('CONFIRMED', 'EXPIRED'), false, 'can_transition(CONFIRMED, EXPIRED) is false');
+SELECT is(inventory.can_transition('CANCELLED', 'PENDING'), false, 'can_transition(CANCELLED, PENDING) is false');
+SELECT is(inventory.can_transition('CANCELLED', 'CONFIRMED'), false, 'can_transition(CANCELLED, CONFIRMED) is false');
+SELECT is(inventory.can_transition('CANCELLED', 'CANCELLED'), false, 'can_transition(CANCELLED, CANCELLED) is false');
+SELECT is(inventory.can_transition('CANCELLED', 'EXPIRED'), false, 'can_transition(CANCELLED, EXPIRED) is false');
+SELECT is(inventory.can_transition('EXPIRED', 'PENDING'), false, 'can_transition(EXPIRED, PENDING) is false');
+SELECT is(inventory.can_transition('EXPIRED', 'CONFIRMED'), false, 'can_transition(EXPIRED, CONFIRMED) is false');
+SELECT is(inventory.can_transition('EXPIRED', 'CANCELLED'), false, 'can_transition(EXPIRED, CANCELLED) is false');
+SELECT is(inventory.can_transition('EXPIRED', 'EXPIRED'), false, 'can_transition(EXPIRED, EXPIRED) is false');
+SELECT is(inventory.can_transition(NULL, 'CONFIRMED'), NULL, 'can_transition(NULL, ...) is NULL');
+SELECT is(inventory.can_transition('PENDING', NULL), NULL, 'can_transition(..., NULL) is NULL');
+
+SELECT is(inventory.is_final('PENDING'), false, 'PENDING is not final');
+SELECT is(inventory.is_final('CONFIRMED'), true, 'CONFIRMED is final');
+SELECT is(inventory.is_final('CANCELLED'), true, 'CANCELLED is final');
+SELECT is(inventory.is_final('EXPIRED'), true, 'EXPIRED is final');
+SELECT is(inventory.is_final(NULL), NULL, 'is_final(NULL) is NULL');
+
+------------------------------------------------------------------------------
+-- the state type
+------------------------------------------------------------------------------
+
+SELECT is(' expired '::inventory.state::text, 'EXPIRED', 'input ignores surrounding white space and case; output is upper case');
+SELECT is(E'\tPending\n'::inventory.state::text, 'PENDING', 'input ignores tabs and newlines around the name');
+SELECT is('cAnCeLlEd'::inventory.state::text, 'CANCELLED', 'input is case-insensitive');
+SELECT is((SELECT array_agg(s::text ORDER BY s)
+			 FROM unnest('{expired,cancelled,pending,confirmed}'::inventory.state[]) s),
+		  '{PENDING,CONFIRMED,CANCELLED,EXPIRED}'::text[], 'states sort in lifecycle order');
+SELECT is((SELECT count(DISTINCT s)
+			 FROM unnest('{pending,PENDING, Pending ,expired}'::inventory.state[]) s),
+		  2::bigint, 'states group by value');
+SELECT is(inventory.state_send('confirmed'), convert_to('CONFIRMED', 'UTF8'),
+		  'the binary format is the name');
+
+------------------------------------------------------------------------------
+-- reservations in every state, made through the functions
+------------------------------------------------------------------------------
+
+SELECT is((inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('p1'), ttl => '1 hour')).status, 'ok', 'reserve p1');
+SELECT is((inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('p2'), ttl => '1 hour')).status, 'ok', 'reserve p2');
+SELECT is((inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('p3'), ttl => '1 hour')).status, 'ok', 'reserve p3');
+SELECT is((inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('p4'), ttl => '1 hour')).status, 'ok', 'reserve p4');
+SELECT is((inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('c1'), ttl => '1 hour')).status, 'ok', 'reserve c1');
+SELECT is((inventory.confirm(pg_temp.n('c1'))).status, 'ok', 'confirm c1');
+SELECT is((inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('x1'), ttl => '1 hour')).status, 'ok', 'reserve x1');
+SELECT is((inventory.cancel(pg_temp.n('x1'))).status, 'ok', 'cancel x1');
+SELECT lives_ok($$SELECT pg_temp.overdue('e1', 'A', 1)$$, 'overdue reservation e1');
+SELECT is((inventory.confirm(pg_temp.n('e1'))).status, 'expired', 'confirm of overdue e1 expires it');
+SELECT lives_ok($$SELECT pg_temp.overdue('o1', 'A', 1)$$, 'overdue reservation o1');
+SELECT lives_ok($$SELECT pg_temp.overdue('o2', 'A', 1)$$, 'overdue reservation o2');
+SELECT is(pg_temp.state_of('p1') || ' ' || pg_temp.state_of('c1') || ' ' || pg_temp.state_of('x1') || ' ' ||
+		  pg_temp.state_of('e1') || ' ' || pg_temp.state_of('o1'),
+		  'PENDING CONFIRMED CANCELLED EXPIRED PENDING', 'one reservation in each state');
+SELECT is(pg_temp.stock('A'), 'on_hand=99 reserved=6 available=93 version=13',
+		  'counters with 6 PENDING units, 1 CONFIRMED');
+
+------------------------------------------------------------------------------
+-- through the functions, nothing leaves a final state
+------------------------------------------------------------------------------
+
+SELECT is(pg_temp.try('confirm', 'c1'), 'confirm -> duplicate, row CONFIRMED', 'confirm of CONFIRMED: stays CONFIRMED');
+SELECT is(pg_temp.try('cancel', 'c1'), 'cancel -> confirmed, row CONFIRMED', 'cancel of CONFIRMED: stays CONFIRMED');
+SELECT is(pg_temp.try('extend', 'c1'), 'extend -> confirmed, row CONFIRMED', 'extend of CONFIRMED: stays CONFIRMED, expiry kept');
+SELECT is(pg_temp.try('confirm', 'x1'), 'confirm -> cancelled, row CANCELLED', 'confirm of CANCELLED: stays CANCELLED');
+SELECT is(pg_temp.try('cancel', 'x1'), 'cancel -> duplicate, row CANCELLED', 'cancel of CANCELLED: stays CANCELLED');
+SELECT is(pg_temp.try('extend', 'x1'), 'extend -> cancelled, row CANCELLED', 'extend of CANCELLED: stays CANCELLED, expiry kept');
+SELECT is(pg_temp.try('confirm', 'e1'), 'confirm -> expired, row EXPIRED', 'confirm of EXPIRED: stays EXPIRED');
+SELECT is(pg_temp.try('cancel', 'e1'), 'cancel -> expired, row EXPIRED', 'cancel of EXPIRED: stays EXPIRED');
+SELECT is(pg_temp.try('extend', 'e1'), 'extend -> expired, row EXPIRED', 'extend of EXPIRED: stays EXPIRED, expiry kept');
+SELECT is(pg_temp.stock('A'), 'on_hand=99 reserved=6 available=93 version=13',
+		  'calls on final reservations change no counter');
+
+------------------------------------------------------------------------------
+-- direct UPDATE: every illegal transition fails with 23514
+------------------------------------------------------------------------------
+
+SELECT throws_ok(pg_temp.upd('c1', $$state = 'PENDING'$$), '23514', NULL, 'UPDATE CONFIRMED -> PENDING: 23514');
+SELECT throws_ok(pg_temp.upd('c1', $$state = 'CANCELLED'$$), '23514', NULL, 'UPDATE CONFIRMED -> CANCELLED: 23514');
+SELECT throws_ok(pg_temp.upd('c1', $$state = 'EXPIRED'$$), '23514', NULL, 'UPDATE CONFIRMED -> EXPIRED: 23514');
+SELECT throws_ok(pg_temp.upd('x1', $$state = 'PENDING'$$), '23514', NULL, 'UPDATE CANCELLED -> PENDING: 23514');
+SELECT throws_ok(pg_temp.upd('x1', $$state = 'CONFIRMED'$$), '23514', NULL, 'UPDATE CANCELLED -> CONFIRMED: 23514');
+SELECT throws_ok(pg_temp.upd('x1', $$state = 'EXPIRED'$$), '23514', NULL, 'UPDATE CANCELLED -> EXPIRED: 23514');
+SELECT throws_ok(pg_temp.upd('e1', $$state = 'PENDING'$$), '23514', NULL, 'UPDATE EXPIRED -> PENDING: 23514');
+SELECT throws_ok(pg_temp.upd('e1', $$state = 'CONFIRMED'$$), '23514', NULL, 'UPDATE EXPIRED -> CONFIRMED: 23514');
+SELECT throws_ok(pg_temp.upd('e1', $$state = 'CANCELLED'$$), '23514', NULL, 'UPDATE EXPIRED -> CANCELLED: 23514');
+-- PENDING -> CONFIRMED only before expires_at, -> EXPIRED only after it
+SELECT throws_ok(pg_temp.upd('o2', $$state = 'CONFIRMED'$$), '23514', NULL, 'UPDATE overdue PENDING -> CONFIRMED: 23514');
+SELECT throws_ok(pg_temp.upd('p4', $$state = 'EXPIRED'$$), '23514', NULL, 'UPDATE PENDING -> EXPIRED before expires_at: 23514');
+-- expires_at changes only while PENDING
+SELECT throws_ok(pg_temp.upd('c1', $$expires_at = expires_at + interval '1 day'$$), '23514', NULL, 'UPDATE expires_at of CONFIRMED: 23514');
+SELECT throws_ok(pg_temp.upd('x1', $$expires_at = expires_at + interval '1 day'$$), '23514', NULL, 'UPDATE expires_at of CANCELLED: 23514');
+SELECT throws_ok(pg_temp.upd('e1', $$expires_at = expires_at + interval '1 day'$$), '23514', NULL, 'UPDATE expires_at of EXPIRED: 23514');
+-- the columns that never change
+SELECT throws_ok(pg_temp.upd('p4', format('order_id = %L', pg_temp.n('p4-renamed'))), '23514', NULL, 'UPDATE order_id: 23514');
+SELECT throws_ok(pg_temp.upd('p4', 'batch_id = 2'), '23514', NULL, 'UPDATE batch_id: 23514');
+SELECT throws_ok(pg_temp.upd('p4', $$kind = 'restock'$$), '23514', NULL, 'UPDATE kind: 23514');
+SELECT throws_ok(pg_temp.upd('p4', format('sku = %L', pg_temp.n('B'))), '23514', NULL, 'UPDATE sku: 23514');
+SELECT throws_ok(pg_temp.upd('p4', 'qty = 2'), '23514', NULL, 'UPDATE qty of a reservation: 23514');
+SELECT throws_ok(pg_temp.upd('p4', $$created_at = created_at - interval '1 day'$$), '23514', NULL, 'UPDATE created_at: 23514');
+SELECT throws_ok(pg_temp.upd('c1', $$settled_at = settled_at - interval '1 day'$$), '23514', NULL, 'UPDATE settled_at by hand: 23514');
+SELECT throws_ok(pg_temp.upd('rA', 'qty = 1000'), '23514', NULL, 'UPDATE qty of a restock: 23514');
+SELECT throws_ok(pg_temp.upd('rA', $$state = 'PENDING'$$), '23514', NULL, 'UPDATE state of a restock: 23514');
+SELECT lives_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, counted)
+						 VALUES (%L, 1, 'adjust', %L, 1, 11)$$, pg_temp.n('aB'), pg_temp.n('B')),
+				'a stocktake aB, inserted by hand');
+SELECT throws_ok(pg_temp.upd('aB', 'counted = 9'), '23514', NULL, 'UPDATE counted of a stocktake: 23514');
+SELECT throws_ok(pg_temp.upd('aB', 'qty = 2'), '23514', NULL, 'UPDATE qty of a stocktake: 23514');
+SELECT is(pg_temp.state_of('c1') || ' ' || pg_temp.state_of('x1') || ' ' || pg_temp.state_of('e1') || ' ' ||
+		  pg_temp.state_of('o2') || ' ' || pg_temp.state_of('p4'),
+		  'CONFIRMED CANCELLED EXPIRED PENDING PENDING', 'after the refused updates every row keeps its state');
+SELECT is(pg_temp.stock('A'), 'on_hand=99 reserved=6 available=93 version=13',
+		  'after the refused updates no counter changed');
+
+------------------------------------------------------------------------------
+-- direct UPDATE: every legal transition works and counts
+------------------------------------------------------------------------------
+
+SELECT lives_ok(pg_temp.upd('p1', $$state = 'CONFIRMED'$$), 'UPDATE PENDING -> CONFIRMED before expires_at works');
+SELECT is(pg_temp.state_of('p1'), 'CONFIRMED', 'p1 is CONFIRMED');
+SELECT is(pg_temp.stock('A'), 'on_hand=98 reserved=5 available=93 version=14',
+		  'the direct confirm took the unit off on_hand and reserved');
+SELECT lives_ok(pg_temp.upd('p2', $$state = 'cancelled'$$), 'UPDATE PENDING -> CANCELLED works');
+SELECT is(pg_temp.state_of('p2'), 'CANCELLED', 'p2 is CANCELLED');
+SELECT is(pg_temp.stock('A'), 'on_hand=98 reserved=4 available=94 version=15',
+		  'the direct cancel put the unit back');
+SELECT lives_ok(pg_temp.upd('o1', $$state = 'EXPIRED'$$), 'UPDATE overdue PENDING -> EXPIRED works');
+SELECT is(pg_temp.state_of('o1'), 'EXPIRED', 'o1 is EXPIRED');
+SELECT is(pg_temp.stock('A'), 'on_hand=98 reserved=3 available=95 version=16',
+		  'the direct expiry put the unit back');
+-- settled_at is stamped by the trigger, whatever the UPDATE says
+WITH u AS (
+	UPDATE inventory.ledger SET state = 'CANCELLED', settled_at = '2000-01-01'
+	 WHERE order_id = pg_temp.n('p3') AND batch_id = 1
+	RETURNING settled_at
+)
+SELECT is(settled_at, statement_timestamp(), 'settled_at is stamped with the statement''s now') FROM u;
+SELECT is((SELECT settled_at FROM inventory.ledger WHERE order_id = pg_temp.n('p4')), NULL,
+		  'a PENDING reservation has no settled_at');
+-- expires_at of a PENDING reservation may move, even into the past
+SELECT lives_ok(pg_temp.upd('p4', $$expires_at = now() + interval '3 hours'$$), 'UPDATE expires_at of PENDING works');
+SELECT is((SELECT expires_at - now() FROM inventory.ledger WHERE order_id = pg_temp.n('p4')),
+		  interval '3 hours', 'p4 expires_at moved');
+SELECT lives_ok(pg_temp.upd('p4', $$expires_at = now() - interval '1 second'$$), 'UPDATE expires_at of PENDING into the past works');
+SELECT lives_ok(pg_temp.upd('p4', $$state = 'EXPIRED'$$), 'and then PENDING -> EXPIRED works');
+SELECT is(pg_temp.stock('A'), 'on_hand=98 reserved=1 available=97 version=18',
+		  'counters after the legal updates');
+-- a no-op update of a final row is not a transition
+SELECT lives_ok(pg_temp.upd('c1', 'state = state'), 'UPDATE of a CONFIRMED row to the same state changes nothing and works');
+SELECT is(pg_temp.stock('A'), 'on_hand=98 reserved=1 available=97 version=18', 'and counts nothing');
+
+------------------------------------------------------------------------------
+-- direct INSERT
+------------------------------------------------------------------------------
+
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, state, expires_at)
+						  VALUES (%L, 1, 'reserve', %L, 1, 'CONFIRMED', now() + interval '1 hour')$$,
+						pg_temp.n('i1'), pg_temp.n('A')),
+				 '23514', NULL, 'INSERT of a CONFIRMED reservation: 23514');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, state)
+						  VALUES (%L, 1, 'reserve', %L, 1, 'CANCELLED')$$, pg_temp.n('i1'), pg_temp.n('A')),
+				 '23514', NULL, 'INSERT of a CANCELLED reservation: 23514');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, state, expires_at)
+						  VALUES (%L, 1, 'reserve', %L, 1, 'EXPIRED', now() - interval '1 hour')$$,
+						pg_temp.n('i1'), pg_temp.n('A')),
+				 '23514', NULL, 'INSERT of an EXPIRED reservation (even overdue): 23514');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						  VALUES (%L, 1, 'reserve', %L, 0)$$, pg_temp.n('i1'), pg_temp.n('A')),
+				 '23514', NULL, 'INSERT of a reservation of 0 units: 23514');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						  VALUES (%L, 1, 'restock', %L, 0)$$, pg_temp.n('i1'), pg_temp.n('A')),
+				 '23514', NULL, 'INSERT of a restock of 0 units: 23514');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						  VALUES (%L, 1, 'restock', %L, -3)$$, pg_temp.n('i1'), pg_temp.n('A')),
+				 '23514', NULL, 'INSERT of a negative restock: 23514');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						  VALUES (%L, 1, 'theft', %L, 1)$$, pg_temp.n('i1'), pg_temp.n('A')),
+				 '23514', NULL, 'INSERT of an unknown kind of movement: 23514');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						  VALUES (%L, 1, 'reserve', %L, 98)$$, pg_temp.n('i1'), pg_temp.n('A')),
+				 '23514', NULL, 'INSERT of a reservation of more than available (oversell): 23514');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, counted)
+						  VALUES (%L, 1, 'adjust', %L, -98, 0)$$, pg_temp.n('i1'), pg_temp.n('A')),
+				 '23514', NULL, 'INSERT of a stocktake below the reserved units (oversell): 23514');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						  VALUES (%L, 1, 'reserve', %L, 49), (%L, 1, 'reserve', %L, 49)$$,
+						pg_temp.n('i1'), pg_temp.n('A'), pg_temp.n('i2'), pg_temp.n('A')),
+				 '23514', NULL, 'INSERT of two reservations that together oversell: 23514');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						  VALUES (%L, 1, 'reserve', %L, 1)$$, pg_temp.n('i1'), pg_temp.n('NOPE')),
+				 '23503', NULL, 'INSERT of a reservation of an unknown SKU: 23503');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						  VALUES (%L, 1, 'restock', %L, 1)$$, pg_temp.n('i1'), pg_temp.n('NOPE')),
+				 '23503', NULL, 'INSERT of a restock of an unknown SKU: 23503');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, counted)
+						  VALUES (%L, 1, 'adjust', %L, 1, 1)$$, pg_temp.n('i1'), pg_temp.n('NOPE')),
+				 '23503', NULL, 'INSERT of a stocktake of an unknown SKU: 23503');
+SELECT is(pg_temp.state_of('i1') || ' ' || pg_temp.state_of('i2'), 'no row no row', 'no refused INSERT left a row');
+SELECT is(pg_temp.stock('A'), 'on_hand=98 reserved=1 available=97 version=18', 'no refused INSERT changed a counter');
+SELECT is(pg_temp.stock('NOPE'), 'no sku', 'no refused INSERT created a SKU');
+
+SELECT lives_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, state, expires_at)
+						 VALUES (%L, 1, 'reserve', %L, 2, 'pending', now() + interval '1 hour')$$,
+					   pg_temp.n('i3'), pg_temp.n('A')),
+				'INSERT of a PENDING reservation works');
+SET LOCAL inventory.default_ttl = '25min';
+WITH i AS (
+	INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+	VALUES (pg_temp.n('i4'), 1, 'reserve', pg_temp.n('A'), 3)
+	RETURNING state::text || ' ' || (expires_at - statement_timestamp())::text AS d
+)
+SELECT is(d, 'PENDING 00:25:00', 'INSERT of a reservation without state or expires_at: PENDING, expires now + default_ttl') FROM i;
+SELECT is(pg_temp.stock('A'), 'on_hand=98 reserved=6 available=92 version=20', 'the inserted reservations hold their units');
+SELECT lives_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						 VALUES (%L, 1, 'restock', %L, 5)$$, pg_temp.n('i5'), pg_temp.n('A')),
+				'INSERT of a restock works');
+SELECT lives_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, counted)
+						 VALUES (%L, 1, 'adjust', %L, -3, 100)$$, pg_temp.n('i6'), pg_temp.n('A')),
+				'INSERT of a stocktake works');
+SELECT is(pg_temp.stock('A'), 'on_hand=100 reserved=6 available=94 version=22', 'the inserted restock and stocktake count');
+-- exactly the available units is not an oversell; one more is
+SELECT lives_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						 VALUES (%L, 1, 'reserve', %L, 5)$$, pg_temp.n('i7'), pg_temp.n('D')),
+				'INSERT of a reservation of exactly the available units works');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						  VALUES (%L, 1, 'reserve', %L, 1)$$, pg_temp.n('i8'), pg_temp.n('D')),
+				 '23514', NULL, 'then one more unit is an oversell: 23514');
+SELECT is(pg_temp.stock('D'), 'on_hand=5 reserved=5 available=0 version=2', 'D is sold out');
+
+------------------------------------------------------------------------------
+-- COPY passes the same rules
+------------------------------------------------------------------------------
+
+SELECT throws_ok(format($$COPY inventory.ledger (order_id, batch_id, kind, sku, qty, state) FROM PROGRAM %L WITH (FORMAT csv)$$,
+						format('echo %s,1,reserve,%s,1,CONFIRMED', pg_temp.n('cp1'), pg_temp.n('A'))),
+				 '23514', NULL, 'COPY of a CONFIRMED reservation: 23514');
+SELECT throws_ok(format($$COPY inventory.ledger (order_id, batch_id, kind, sku, qty) FROM PROGRAM %L WITH (FORMAT csv)$$,
+						format('echo %s,1,reserve,%s,1', pg_temp.n('cp1'), pg_temp.n('NOPE'))),
+				 '23503', NULL, 'COPY of a reservation of an unknown SKU: 23503');
+SELECT lives_ok(format($$COPY inventory.ledger (order_id, batch_id, kind, sku, qty) FROM PROGRAM %L WITH (FORMAT csv)$$,
+					   format('echo %s,1,reserve,%s,4', pg_temp.n('cp2'), pg_temp.n('A'))),
+				'COPY of a PENDING reservation works');
+SELECT is(pg_temp.state_of('cp1') || ' ' || pg_temp.state_of('cp2'), 'no row PENDING', 'COPY rows: only the legal one landed');
+SELECT is(pg_temp.stock('A'), 'on_hand=100 reserved=10 available=90 version=23', 'the copied reservation holds its units');
+
+------------------------------------------------------------------------------
+-- DELETE and TRUNCATE
+------------------------------------------------------------------------------
+
+SELECT throws_ok(format('DELETE FROM inventory.ledger WHERE order_id = %L', pg_temp.n('p4')),
+				 '23001', NULL, 'DELETE of a settled, unfolded reservation: 23001');
+SELECT throws_ok(format('DELETE FROM inventory.ledger WHERE order_id = %L', pg_temp.n('cp2')),
+				 '23001', NULL, 'DELETE of a PENDING reservation: 23001');
+SELECT throws_ok(format('DELETE FROM inventory.ledger WHERE order_id = %L', pg_temp.n('c1')),
+				 '23001', NULL, 'DELETE of a CONFIRMED reservation: 23001');
+SELECT throws_ok(format('DELETE FROM inventory.ledger WHERE order_id = %L', pg_temp.n('i5')),
+				 '23001', NULL, 'DELETE of a restock: 23001');
+SELECT throws_ok(format('DELETE FROM inventory.ledger WHERE order_id = %L', pg_temp.n('aB')),
+				 '23001', NULL, 'DELETE of a stocktake: 23001');
+SELECT lives_ok(format('INSERT INTO inventory.sku (sku) VALUES (%L)', pg_temp.n('E')), 'a SKU E');
+SELECT lives_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						 VALUES (%L, 1, 'restock', %L, 3)$$, pg_temp.n('rE'), pg_temp.n('E')),
+				'a restock of E');
+SELECT throws_ok(format('DELETE FROM inventory.sku WHERE sku = %L', pg_temp.n('E')),
+				 '23001', NULL, 'DELETE of a SKU with movements: 23001');
+SELECT is(pg_temp.stock('E'), 'on_hand=3 reserved=0 available=3 version=1', 'E is still there');
+SELECT is(pg_temp.state_of('p4') || ' ' || pg_temp.state_of('cp2') || ' ' || pg_temp.state_of('c1'),
+		  'EXPIRED PENDING CONFIRMED', 'the refused deletes left the reservations in place');
+SELECT is((SELECT count(*) FROM inventory.ledger WHERE order_id IN (pg_temp.n('i5'), pg_temp.n('aB'))),
+		  2::bigint, 'the restock and the stocktake are still there');
+SELECT is(pg_temp.stock('A'), 'on_hand=100 reserved=10 available=90 version=23', 'the refused deletes changed no counter');
+SELECT lives_ok(format('INSERT INTO inventory.sku (sku) VALUES (%L)', pg_temp.n('C')), 'INSERT of a SKU works');
+SELECT is(pg_temp.stock('C'), 'on_hand=0 reserved=0 available=0 version=0', 'the new SKU starts at zero');
+SELECT lives_ok(format('DELETE FROM inventory.sku WHERE sku = %L', pg_temp.n('C')), 'DELETE of a SKU without movements works');
+SELECT is(pg_temp.stock('C'), 'no sku', 'the SKU is gone');
+
+------------------------------------------------------------------------------
+-- inventory.sku: on_hand and version change only through the ledger; no rename
+------------------------------------------------------------------------------
+
+SELECT throws_ok(format('UPDATE inventory.sku SET on_hand = on_hand + 1 WHERE sku = %L', pg_temp.n('A')),
+				 '23514', NULL, 'UPDATE inventory.sku.on_hand: 23514');
+SELECT throws_ok(format('UPDATE inventory.sku SET version = version + 1 WHERE sku = %L', pg_temp.n('A')),
+				 '23514', NULL, 'UPDATE inventory.sku.version: 23514');
+SELECT throws_ok(format('UPDATE inventory.sku SET sku = %L WHERE sku = %L', pg_temp.n('A2'), pg_temp.n('A')),
+				 '23514', NULL, 'renaming a SKU: 23514');
+SELECT is(pg_temp.stock('A'), 'on_hand=100 reserved=10 available=90 version=23', 'inventory.sku is unchanged');
+
+------------------------------------------------------------------------------
+-- the triggers fire under session_replication_role = replica too
+------------------------------------------------------------------------------
+
+SET LOCAL session_replication_role = replica;
+SELECT throws_ok(pg_temp.upd('c1', $$state = 'PENDING'$$), '23514', NULL, 'replica role: UPDATE CONFIRMED -> PENDING: 23514');
+SELECT throws_ok(pg_temp.upd('cp2', 'qty = 1'), '23514', NULL, 'replica role: UPDATE qty: 23514');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, state)
+						  VALUES (%L, 1, 'reserve', %L, 1, 'CONFIRMED')$$, pg_temp.n('r1'), pg_temp.n('A')),
+				 '23514', NULL, 'replica role: INSERT of a CONFIRMED reservation: 23514');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						  VALUES (%L, 1, 'reserve', %L, 1)$$, pg_temp.n('r1'), pg_temp.n('NOPE')),
+				 '23503', NULL, 'replica role: INSERT for an unknown SKU: 23503');
+SELECT throws_ok(format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+						  VALUES (%L, 1, 'reserve', %L, 91)$$, pg_temp.n('r1'), pg_temp.n('A')),
+				 '23514', NULL, 'replica role: oversell: 23514');
+SELECT throws_ok(format('DELETE FROM inventory.ledger WHERE order_id = %L', pg_temp.n('cp2')),
+				 '23001', NULL, 'replica role: DELETE of a movement: 23001');
+SELECT throws_ok(format('UPDATE inventory.sku SET on_hand = on_hand + 5 WHERE sku = %L', pg_temp.n('A')),
+				 '23514', NULL, 'replica role: UPDATE inventory.sku.on_hand: 23514');
+SELECT lives_ok(pg_temp.upd('cp2', $$state = 'CANCELLED'$$), 'replica role: a legal transition works');
+SET LOCAL session_replication_role = origin;
+SELECT is(pg_temp.state_of('c1') || ' ' || pg_temp.state_of('cp2'), 'CONFIRMED CANCELLED', 'replica role: states as expected');
+SELECT is(pg_temp.stock('A'), 'on_hand=100 reserved=6 available=94 version=24', 'replica role: only the legal change counted');
+
+------------------------------------------------------------------------------
+-- the cache agrees with the tables, the transaction's own changes included
+------------------------------------------------------------------------------
+
+SELECT is_empty('SELECT * FROM inventory.verify()', 'inventory.verify() is empty inside the transaction');
+
+SELECT * FROM finish();
+ROLLBACK;
