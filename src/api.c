@@ -25,6 +25,8 @@
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/fmgrprotos.h"
+#include "utils/memutils.h"
+#include "utils/typcache.h"
 #include "utils/timestamp.h"
 
 #include "api.h"
@@ -253,17 +255,43 @@ typedef struct Outcome
 
 #define RESULT_NATTS 8
 
+/*
+ * The descriptor of inventory.result, kept across calls: looking it up for
+ * every call would cost more than the rest of a refused reserve.
+ */
+static TupleDesc
+ResultDesc(void)
+{
+	static TupleDesc desc = NULL;
+	static uint64 desc_epoch = 0;
+	const InvCatalog *cat = InvGetCatalog();
+
+	if (desc == NULL || desc_epoch != cat->epoch)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		TupleDesc	d = lookup_rowtype_tupdesc_copy(cat->result_type, -1);
+
+		MemoryContextSwitchTo(old);
+		if (d->natts != RESULT_NATTS)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("type inventory.result has %d attributes, expected %d",
+							d->natts, RESULT_NATTS),
+					 errhint("Recreate the extension with DROP EXTENSION inventory and CREATE EXTENSION inventory.")));
+		if (desc)
+			FreeTupleDesc(desc);
+		desc = d;
+		desc_epoch = cat->epoch;
+	}
+	return desc;
+}
+
 static Datum
 MakeResult(FunctionCallInfo fcinfo, const Outcome *o)
 {
-	TupleDesc	desc;
+	TupleDesc	desc = ResultDesc();
 	Datum		values[RESULT_NATTS];
 	bool		nulls[RESULT_NATTS];
-
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE ||
-		desc->natts != RESULT_NATTS)
-		elog(ERROR, "inventory: function must return inventory.result");
-	desc = BlessTupleDesc(desc);
 
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = BoolGetDatum(o->ok);

@@ -29,7 +29,8 @@ InvalidateCatalog(Datum arg, Oid relid)
 	if (relid == InvalidOid ||
 		relid == catalog.sku_rel ||
 		relid == catalog.ledger_rel ||
-		relid == catalog.ledger_key_index)
+		relid == catalog.ledger_key_index ||
+		relid == catalog.result_rel)
 	{
 		catalog_valid = false;
 		catalog.epoch++;
@@ -90,6 +91,12 @@ InvGetCatalog(void)
 										 ObjectIdGetDatum(catalog.schema));
 	if (!OidIsValid(catalog.state_type))
 		elog(ERROR, "type inventory.state does not exist");
+	catalog.result_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+										  CStringGetDatum("result"),
+										  ObjectIdGetDatum(catalog.schema));
+	if (!OidIsValid(catalog.result_type))
+		elog(ERROR, "type inventory.result does not exist");
+	catalog.result_rel = get_typ_typrelid(catalog.result_type);
 
 	catalog.l_order_id = RequiredColumn(catalog.ledger_rel, "order_id");
 	catalog.l_batch_id = RequiredColumn(catalog.ledger_rel, "batch_id");

@@ -14,6 +14,8 @@ typedef struct InvCatalog
 	Oid			ledger_rel;
 	Oid			ledger_key_index;	/* UNIQUE (order_id, batch_id) */
 	Oid			state_type;
+	Oid			result_type;	/* inventory.result */
+	Oid			result_rel;		/* its pg_class entry */
 
 	/* column numbers of inventory.ledger */
 	AttrNumber	l_order_id;

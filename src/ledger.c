@@ -198,8 +198,9 @@ LedgerFindMovement(const char *order_id, int len, int32 batch_id,
 	}
 
 	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, AccessShareLock);
-	table_close(heap, AccessShareLock);
+	/* keep the locks until the end of the transaction, as the executor does */
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
 	pfree(order_text);
 	return found;
 }

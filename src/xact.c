@@ -114,13 +114,6 @@ TouchedPrepare(const InvKey *key)
 	return t;
 }
 
-/* Forgets a prepared SKU that was not pinned after all. */
-static void
-TouchedForget(Touched *t)
-{
-	hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
-}
-
 /* Records that the transaction now pins the prepared SKU's entry. */
 static void
 TouchedAdd(Touched *t, InvEntry *entry)
@@ -158,6 +151,33 @@ ChangeIsEmpty(const Change *c)
 	return c->delta.on_hand == 0 && c->delta.reserved == 0 &&
 		c->delta.version == 0 && c->hold == 0 && c->incoming == 0 &&
 		c->exists == 0;
+}
+
+/*
+ * Records a pin (with a hold of qty) that CacheAdmit() has just taken, or,
+ * if recording fails, gives both back before the error goes on.
+ */
+static Touched *
+TouchedAddOrGiveBack(const InvKey *key, InvEntry *entry, int64 qty)
+{
+	Touched    *volatile t = NULL;
+
+	PG_TRY();
+	{
+		t = TouchedPrepare(key);
+	}
+	PG_CATCH();
+	{
+		InvSettle	undo;
+
+		memset(&undo, 0, sizeof(undo));
+		undo.hold = qty;
+		CacheSettle(entry, &undo);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	TouchedAdd(t, entry);
+	return t;
 }
 
 /* The SKU's record for the current subtransaction, created on demand. */
@@ -217,7 +237,6 @@ PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
 	Touched    *t;
 	InvEntry   *entry = NULL;
 	InvAdmit	result;
-	bool		added = false;
 	Change	   *c;
 
 	EnsureState();
@@ -229,25 +248,18 @@ PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
 	t = TouchedFind(key);
 	if (t != NULL)
 		entry = t->entry;
-	else
-	{
-		t = TouchedPrepare(key);
-		added = true;
-	}
 
 	result = CacheAdmit(key, &entry, qty, expected_version, view);
 	if (result != INV_ADMIT_OK)
 	{
-		if (added)
-			TouchedForget(t);
-		else if (result == INV_ADMIT_UNKNOWN && PendingSkuExists(key))
+		if (t != NULL && result == INV_ADMIT_UNKNOWN && PendingSkuExists(key))
 			result = INV_ADMIT_INSUFFICIENT;	/* created by this transaction:
 												 * no units until it commits */
 		return result;
 	}
 
-	if (added)
-		TouchedAdd(t, entry);
+	if (t == NULL)
+		t = TouchedAddOrGiveBack(key, entry, qty);
 	c = CurrentChange(t);
 	c->hold += qty;
 	c->prepaid += qty;
