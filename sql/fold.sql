@@ -15,9 +15,12 @@ SELECT inventory.expire();
 SELECT * FROM inventory.stock WHERE sku = 'F-BOX';
 
 -- restock, two confirms, a cancel and an expiry are settled: fold them
+SELECT unfolded FROM inventory.sku_stats WHERE sku = 'F-BOX';
 SELECT inventory.fold(2);
+SELECT unfolded FROM inventory.sku_stats WHERE sku = 'F-BOX';
 SELECT inventory.fold();
 SELECT inventory.fold();
+SELECT unfolded FROM inventory.sku_stats WHERE sku = 'F-BOX';
 SELECT * FROM inventory.stock WHERE sku = 'F-BOX';
 SELECT sku, on_hand, version FROM inventory.sku WHERE sku = 'F-BOX';
 SELECT order_id, state, folded FROM inventory.ledger WHERE sku = 'F-BOX' ORDER BY order_id;

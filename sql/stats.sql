@@ -15,7 +15,7 @@ INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 VALUES ('t-5', 1, 'reserve', 'T-BAG', 1, now() - interval '1 minute');
 SELECT inventory.expire();
 
-SELECT sku, on_hand, reserved, holds, available, version, in_flight,
+SELECT sku, on_hand, reserved, holds, available, version, in_flight, unfolded,
        reserves, rejects, conflicts, confirms, cancels, expiries, restocks, adjusts,
        loaded_at <= last_used AS times
   FROM inventory.sku_stats WHERE sku = 'T-BAG';

@@ -119,8 +119,8 @@ static Stmt expire_batch = {
 	"UPDATE inventory.ledger SET state = 'EXPIRED'"
 	" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 	"   SELECT ctid FROM inventory.ledger"
-	"   WHERE state OPERATOR(pg_catalog.=) 'PENDING'"
-	"   AND expires_at OPERATOR(pg_catalog.<=) $1"
+	"   WHERE NOT folded AND expires_at OPERATOR(pg_catalog.<=) $1"
+	"   AND state OPERATOR(pg_catalog.=) 'PENDING'"
 	"   ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
 	" AND state OPERATOR(pg_catalog.=) 'PENDING'",
 	2, {TIMESTAMPTZOID, INT8OID}

@@ -68,6 +68,7 @@ struct InvEntry
 	int64		version;
 	int64		holds;
 	int64		incoming;
+	int64		unfolded;		/* settled movements not folded yet (a hint) */
 	uint64		gen;
 	TimestampTz last_used;
 	TimestampTz loaded_at;
@@ -142,6 +143,7 @@ FillView(InvEntry *entry, InvView *view)
 	view->version = entry->version;
 	view->holds = entry->holds;
 	view->incoming = entry->incoming;
+	view->unfolded = entry->unfolded;
 	view->pins = entry->pins;
 	view->gen = entry->gen;
 }
@@ -200,6 +202,7 @@ EntryLoad(const InvKey *key)
 	const InvCatalog *cat = InvGetCatalog();
 	InvEntry   *entry;
 	InvEffect	truth;
+	int64		unfolded;
 	bool		found;
 	bool		exists;
 
@@ -235,6 +238,7 @@ EntryLoad(const InvKey *key)
 	entry->pins = 0;
 	entry->on_hand = entry->reserved = entry->version = 0;
 	entry->holds = entry->incoming = 0;
+	entry->unfolded = 0;
 	entry->gen = 0;
 	entry->last_used = entry->loaded_at = GetCurrentTimestamp();
 	memset(&entry->stats, 0, sizeof(InvCounters));
@@ -242,7 +246,7 @@ EntryLoad(const InvKey *key)
 
 	PG_TRY();
 	{
-		exists = LedgerReadTruth(key->sku, &truth);
+		exists = LedgerReadTruth(key->sku, &truth, &unfolded);
 	}
 	PG_CATCH();
 	{
@@ -259,6 +263,7 @@ EntryLoad(const InvKey *key)
 	entry->on_hand = truth.on_hand;
 	entry->reserved = truth.reserved;
 	entry->version = truth.version;
+	entry->unfolded = unfolded;
 	entry->loading = false;
 	SpinLockRelease(&entry->mutex);
 
@@ -526,6 +531,9 @@ CacheSettle(InvEntry *entry, const InvSettle *s)
 	entry->stats.expiries += s->counts.expiries;
 	entry->stats.restocks += s->counts.restocks;
 	entry->stats.adjusts += s->counts.adjusts;
+	/* restocks and stocktakes are settled when made */
+	entry->unfolded += s->counts.confirms + s->counts.cancels +
+		s->counts.expiries + s->counts.restocks + s->counts.adjusts;
 	entry->pins--;
 	entry->gen++;
 	SpinLockRelease(&entry->mutex);
@@ -621,6 +629,71 @@ CacheCopyEntries(int *count)
 	LWLockRelease(inv->lock);
 	*count = n;
 	return copies;
+}
+
+/*
+ * Up to max SKUs of this database with settled movements not folded yet,
+ * for the worker's fold.  Returns how many were written to
+ * skus, each a palloc'd string.
+ */
+int
+CacheSkusToFold(char **skus, int max)
+{
+	Oid			relid = InvGetCatalog()->ledger_rel;
+	HASH_SEQ_STATUS status;
+	InvEntry   *entry;
+	int			n = 0;
+
+	if (inv == NULL || max <= 0)
+		return 0;
+	LWLockAcquire(inv->lock, LW_SHARED);
+	hash_seq_init(&status, inv_hash);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		int64		unfolded;
+
+		if (!InThisDatabase(&entry->key, relid))
+			continue;
+		SpinLockAcquire(&entry->mutex);
+		unfolded = entry->loading ? 0 : entry->unfolded;
+		SpinLockRelease(&entry->mutex);
+		if (unfolded > 0)
+		{
+			skus[n++] = pstrdup(entry->key.sku);
+			if (n == max)
+			{
+				hash_seq_term(&status);
+				break;
+			}
+		}
+	}
+	LWLockRelease(inv->lock);
+	return n;
+}
+
+/*
+ * A movement of the SKU has been folded.  Folding changes no counter, so it
+ * neither pins the entry nor waits for commit: the count of movements to
+ * fold is only a hint for the worker, and an aborted fold that lowered it
+ * leaves rows for a later settle or load to count again.
+ */
+void
+CacheNoteFolded(const InvKey *key)
+{
+	InvEntry   *entry;
+
+	if (inv == NULL)
+		return;
+	LWLockAcquire(inv->lock, LW_SHARED);
+	entry = hash_search(inv_hash, key, HASH_FIND, NULL);
+	if (entry != NULL)
+	{
+		SpinLockAcquire(&entry->mutex);
+		if (entry->unfolded > 0)
+			entry->unfolded--;
+		SpinLockRelease(&entry->mutex);
+	}
+	LWLockRelease(inv->lock);
 }
 
 void

@@ -46,6 +46,7 @@ typedef struct InvView
 	int64		version;		/* committed */
 	int64		holds;			/* in flight: decreases of available */
 	int64		incoming;		/* in flight: increases of on_hand */
+	int64		unfolded;		/* settled movements not folded yet */
 	int32		pins;			/* transactions with changes in flight */
 	uint64		gen;			/* bumped at every pin and unpin */
 } InvView;
@@ -102,6 +103,8 @@ typedef struct InvEntryCopy
 
 extern InvEntryCopy *CacheCopyEntries(int *count);
 extern void CacheResetStats(void);
+extern int	CacheSkusToFold(char **skus, int max);
+extern void CacheNoteFolded(const InvKey *key);
 
 typedef struct InvCacheInfo
 {

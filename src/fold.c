@@ -11,23 +11,28 @@
  * last fold, never its whole history.  The movement stays in the ledger:
  * its key still makes retried calls safe.
  *
- * The trigger allows these two writes only while inv_folding is set, and
- * registers them like any others; their effects cancel out at commit.
+ * The trigger allows these two writes only while inv_folding is set.  As
+ * they change no counter, they pin no cache entry: a fold in flight is not
+ * a change in flight for version-checked calls.  The
+ * worker folds the SKUs that the cache knows to have settled movements
+ * waiting; inventory.fold() looks at every SKU.
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
 
 #include "catalog.h"
 #include "fold.h"
-#include "xact.h"
 
-#define FOLD_SQL \
+/* Folds up to $1 settled movements chosen by WHERE (with $2 where used). */
+#define FOLD_SQL(WHERE) \
 	"WITH batch AS (" \
 	"  SELECT ctid FROM inventory.ledger" \
-	"   WHERE NOT folded AND state IS DISTINCT FROM 'PENDING'" \
+	"   WHERE " WHERE " AND NOT folded AND state IS DISTINCT FROM 'PENDING'" \
 	"   LIMIT $1 FOR UPDATE SKIP LOCKED" \
 	"), marked AS (" \
 	"  UPDATE inventory.ledger l SET folded = true" \
@@ -48,33 +53,60 @@
 	"SELECT (SELECT pg_catalog.count(*) FROM marked)," \
 	"       (SELECT pg_catalog.count(*) FROM bases)"
 
-/* Folds up to max_rows settled movements (all when negative). */
-int64
-FoldSettled(int64 max_rows)
+bool		inv_folding = false;
+
+typedef struct FoldStmt
 {
-	static SPIPlanPtr plan = NULL;
-	static uint64 plan_epoch = 0;
+	const char *sql;
+	int			nargs;
+	SPIPlanPtr	plan;
+	uint64		epoch;
+} FoldStmt;
+
+/* the worker's: the SKUs the cache says have settled movements */
+static FoldStmt fold_skus = {FOLD_SQL("sku OPERATOR(pg_catalog.=) ANY ($2)"), 2};
+/* inventory.fold()'s: every SKU */
+static FoldStmt fold_all = {FOLD_SQL("true"), 1};
+
+/*
+ * Folds up to max_rows settled movements (all when negative) of the given
+ * SKUs, or of every SKU when skus is NULL.
+ */
+int64
+FoldSettled(char **skus, int nskus, int64 max_rows)
+{
 	const InvCatalog *cat = InvGetCatalog();
-	Datum		arg = Int64GetDatum(max_rows);
-	char		nulls[2] = {max_rows < 0 ? 'n' : ' ', '\0'};
+	FoldStmt   *stmt = skus ? &fold_skus : &fold_all;
+	Datum		args[2];
+	char		nulls[3] = {max_rows < 0 ? 'n' : ' ', ' ', '\0'};
 	int64		folded = 0;
 
 	SPI_connect();
-	if (plan == NULL || plan_epoch != cat->epoch)
+	if (stmt->plan == NULL || stmt->epoch != cat->epoch)
 	{
-		Oid			argtype = INT8OID;
+		Oid			argtypes[2] = {INT8OID, TEXTARRAYOID};
 		SPIPlanPtr	p;
 
-		if (plan)
-			SPI_freeplan(plan);
-		plan = NULL;
-		p = SPI_prepare(FOLD_SQL, 1, &argtype);
+		if (stmt->plan)
+			SPI_freeplan(stmt->plan);
+		stmt->plan = NULL;
+		p = SPI_prepare(stmt->sql, stmt->nargs, argtypes);
 		if (p == NULL)
 			elog(ERROR, "could not prepare the fold: %s",
 				 SPI_result_code_string(SPI_result));
 		SPI_keepplan(p);
-		plan = p;
-		plan_epoch = cat->epoch;
+		stmt->plan = p;
+		stmt->epoch = cat->epoch;
+	}
+
+	args[0] = Int64GetDatum(max_rows);
+	if (skus)
+	{
+		Datum	   *elems = palloc(nskus * sizeof(Datum));
+
+		for (int i = 0; i < nskus; i++)
+			elems[i] = CStringGetTextDatum(skus[i]);
+		args[1] = PointerGetDatum(construct_array(elems, nskus, TEXTOID, -1, false, TYPALIGN_INT));
 	}
 
 	inv_folding = true;
@@ -82,7 +114,7 @@ FoldSettled(int64 max_rows)
 	{
 		bool		isnull;
 
-		if (SPI_execute_plan(plan, &arg, nulls, false, 1) != SPI_OK_SELECT)
+		if (SPI_execute_plan(stmt->plan, args, nulls, false, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not fold settled movements");
 		folded = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											 SPI_tuptable->tupdesc, 1, &isnull));
@@ -111,5 +143,5 @@ inventory_fold(PG_FUNCTION_ARGS)
 					 errmsg("max_rows must not be negative"),
 					 errhint("Pass NULL to fold every settled movement.")));
 	}
-	PG_RETURN_INT64(FoldSettled(max_rows));
+	PG_RETURN_INT64(FoldSettled(NULL, 0, max_rows));
 }

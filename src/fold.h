@@ -7,6 +7,9 @@
 
 #include "postgres.h"
 
-extern int64 FoldSettled(int64 max_rows);
+/* Set while a fold moves effects from ledger rows into sku rows. */
+extern bool inv_folding;
+
+extern int64 FoldSettled(char **skus, int nskus, int64 max_rows);
 
 #endif							/* INVENTORY_FOLD_H */

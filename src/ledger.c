@@ -208,11 +208,12 @@ LedgerFindMovement(const char *order_id, int len, int32 batch_id,
 /*
  * Reads a SKU's counters from the tables through inventory.stock, with a
  * fresh snapshot rather than the transaction's: the cache must hold what is
- * committed now, whatever the caller's isolation level.  Returns false when
- * the SKU does not exist.
+ * committed now, whatever the caller's isolation level.  Also counts the
+ * settled movements not folded yet, if asked.  Returns false when the SKU
+ * does not exist.
  */
 bool
-LedgerReadTruth(const char *sku, InvEffect *truth)
+LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 {
 	static SPIPlanPtr plan = NULL;
 	static uint64 plan_epoch = 0;
@@ -229,8 +230,11 @@ LedgerReadTruth(const char *sku, InvEffect *truth)
 		if (plan)
 			SPI_freeplan(plan);
 		plan = NULL;
-		p = SPI_prepare("SELECT on_hand, reserved, version FROM inventory.stock"
-						" WHERE sku OPERATOR(pg_catalog.=) $1",
+		p = SPI_prepare("SELECT st.on_hand, st.reserved, st.version,"
+						" (SELECT pg_catalog.count(*) FROM inventory.ledger l"
+						"   WHERE l.sku OPERATOR(pg_catalog.=) $1 AND NOT l.folded"
+						"   AND l.state IS DISTINCT FROM 'PENDING')"
+						" FROM inventory.stock st WHERE st.sku OPERATOR(pg_catalog.=) $1",
 						1, argtypes);
 		if (p == NULL)
 			elog(ERROR, "could not prepare the stock query: %s",
@@ -254,9 +258,15 @@ LedgerReadTruth(const char *sku, InvEffect *truth)
 		truth->on_hand = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 		truth->reserved = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
 		truth->version = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		if (unfolded)
+			*unfolded = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 	}
 	else
+	{
 		memset(truth, 0, sizeof(*truth));
+		if (unfolded)
+			*unfolded = 0;
+	}
 
 	SPI_finish();
 	return found;

@@ -52,6 +52,6 @@ extern void LedgerCheckOrderId(const char *order_id, int len);
 
 extern bool LedgerFindMovement(const char *order_id, int len, int32 batch_id,
 							   LedgerMovement *movement);
-extern bool LedgerReadTruth(const char *sku, InvEffect *truth);
+extern bool LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded);
 
 #endif							/* INVENTORY_LEDGER_H */

@@ -12,7 +12,7 @@
 
 #include "cache.h"
 
-#define SKU_STATS_COLS 17
+#define SKU_STATS_COLS 18
 
 PG_FUNCTION_INFO_V1(inventory_sku_stats);
 Datum
@@ -39,6 +39,7 @@ inventory_sku_stats(PG_FUNCTION_ARGS)
 		v[c++] = Int64GetDatum(InvViewAvailable(&e->view));
 		v[c++] = Int64GetDatum(e->view.version);
 		v[c++] = Int32GetDatum(e->view.pins);
+		v[c++] = Int64GetDatum(e->view.unfolded);
 		v[c++] = Int64GetDatum(e->stats.reserves);
 		v[c++] = Int64GetDatum(e->stats.rejects);
 		v[c++] = Int64GetDatum(e->stats.conflicts);

@@ -28,6 +28,7 @@
 
 #include "catalog.h"
 #include "cache.h"
+#include "fold.h"
 #include "inventory.h"
 #include "ledger.h"
 #include "state.h"
@@ -331,7 +332,9 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 		}
 	}
 
-	PendingPin(&key);
+	/* a fold changes no counter, so it pins nothing (see fold.c) */
+	if (!new.folded)
+		PendingPin(&key);
 
 	if (ncols == 0)
 		return TRIGGER_FIRED_BY_INSERT(ev) ? td->tg_trigtuple : td->tg_newtuple;
@@ -383,6 +386,12 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 		DecodeLedger(cat, td->tg_trigtuple, desc, &old);
 		DecodeLedger(cat, td->tg_newtuple, desc, &new);
 		SkuKey(new.sku, &key);
+		if (new.folded)
+		{
+			/* the fold moves the effect into the base: nothing changes */
+			CacheNoteFolded(&key);
+			return;
+		}
 		RowEffect(&old, &eold);
 		if (new.kind == INV_KIND_RESERVE && old.state != new.state)
 		{
@@ -474,13 +483,24 @@ SkuBefore(TriggerData *td, const InvCatalog *cat)
 
 	if (TRIGGER_FIRED_BY_DELETE(ev))
 	{
-		PendingPin(&key);
-		PendingMarkDropping(&key);
-		if (SkuHasMovements(key.sku))
-			ereport(ERROR,
-					(errcode(ERRCODE_RESTRICT_VIOLATION),
-					 errmsg("cannot delete sku \"%s\": it has movements in the ledger", key.sku),
-					 errhint("Set its stock to zero with inventory.adjust() instead.")));
+		/*
+		 * Look for movements before and after marking the SKU as being
+		 * deleted: before, to give the plain answer; after, because no new
+		 * movement can start once the mark is there.
+		 */
+		for (int pass = 0; pass < 2; pass++)
+		{
+			if (SkuHasMovements(key.sku))
+				ereport(ERROR,
+						(errcode(ERRCODE_RESTRICT_VIOLATION),
+						 errmsg("cannot delete sku \"%s\": it has movements in the ledger", key.sku),
+						 errhint("Set its stock to zero with inventory.adjust() instead.")));
+			if (pass == 0)
+			{
+				PendingPin(&key);
+				PendingMarkDropping(&key);
+			}
+		}
 		return td->tg_trigtuple;
 	}
 
@@ -496,16 +516,12 @@ SkuBefore(TriggerData *td, const InvCatalog *cat)
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("a sku cannot be renamed"),
 					 errdetail("Its movements in the ledger refer to it by name.")));
-		if (new_on_hand != on_hand || new_version != version)
-		{
-			if (!inv_folding)
-				ereport(ERROR,
-						(errcode(ERRCODE_CHECK_VIOLATION),
-						 errmsg("on_hand and version of inventory.sku change only through the ledger"),
-						 errdetail("They are the base into which the worker folds settled movements."),
-						 errhint("Use inventory.adjust() for a stocktake or inventory.restock() to add units.")));
-			PendingPin(&key);
-		}
+		if ((new_on_hand != on_hand || new_version != version) && !inv_folding)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("on_hand and version of inventory.sku change only through the ledger"),
+					 errdetail("They are the base into which the worker folds settled movements."),
+					 errhint("Use inventory.adjust() for a stocktake or inventory.restock() to add units.")));
 		return td->tg_newtuple;
 	}
 }
@@ -520,7 +536,11 @@ SkuAfter(TriggerData *td, const InvCatalog *cat)
 	int64		version;
 	InvEffect	delta = {0, 0, 0};
 	InvKey		key;
-	int			exists = 0;
+	int			exists;
+
+	/* only the fold changes the base of a SKU, and that changes no counter */
+	if (TRIGGER_FIRED_BY_UPDATE(ev))
+		return;
 
 	GetSkuRow(cat, td->tg_trigtuple, desc, &sku, &on_hand, &version);
 	SkuKey(sku, &key);
@@ -531,23 +551,11 @@ SkuAfter(TriggerData *td, const InvCatalog *cat)
 		delta.version = version;
 		exists = 1;
 	}
-	else if (TRIGGER_FIRED_BY_DELETE(ev))
+	else
 	{
 		delta.on_hand = -on_hand;
 		delta.version = -version;
 		exists = -1;
-	}
-	else
-	{
-		text	   *new_sku;
-		int64		new_on_hand;
-		int64		new_version;
-
-		GetSkuRow(cat, td->tg_newtuple, desc, &new_sku, &new_on_hand, &new_version);
-		if (new_on_hand == on_hand && new_version == version)
-			return;
-		delta.on_hand = new_on_hand - on_hand;
-		delta.version = new_version - version;
 	}
 	PendingRowChange(&key, &delta, exists, NULL);
 }

@@ -32,9 +32,13 @@
 #include "utils/timestamp.h"
 
 #include "api.h"
+#include "cache.h"
 #include "fold.h"
 #include "inventory.h"
 #include "launcher.h"
+
+/* SKUs folded together in one statement */
+#define FOLD_SKUS	1000
 
 PGDLLEXPORT void inventory_worker_main(Datum main_arg);
 
@@ -51,8 +55,9 @@ OldestOverdue(void)
 	TimestampTz result = 0;
 
 	if (SPI_execute("SELECT min(expires_at) FROM inventory.ledger"
-					" WHERE state OPERATOR(pg_catalog.=) 'PENDING'"
-					" AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp()",
+					" WHERE NOT folded"
+					" AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp()"
+					" AND state OPERATOR(pg_catalog.=) 'PENDING'",
 					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 	{
 		bool		isnull;
@@ -94,7 +99,12 @@ WorkerRound(void)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "inventory: folding settled movements");
-	folded = FoldSettled(inv_fold_batch);
+	{
+		char	  **skus = palloc(FOLD_SKUS * sizeof(char *));
+		int			nskus = CacheSkusToFold(skus, FOLD_SKUS);
+
+		folded = nskus > 0 ? FoldSettled(skus, nskus, inv_fold_batch) : 0;
+	}
 	SPI_connect();
 	oldest = OldestOverdue();
 	SPI_finish();

@@ -52,8 +52,6 @@ typedef struct Change
 	InvCounters counts;
 } Change;
 
-bool		inv_folding = false;
-
 static HTAB *touched_hash = NULL;
 static Touched **touched = NULL;
 static int	ntouched = 0;
@@ -360,8 +358,6 @@ RaiseInsufficient(const InvKey *key, int64 need, const InvView *view)
  * row has landed.  A change that lowers available binds a prepaid hold or
  * takes a new one, and fails if there is not enough; a change that raises
  * on_hand registers it as incoming, and fails if on_hand would overflow.
- * The fold moves counters between rows without changing their sum, so its
- * changes need neither.
  */
 void
 PendingRowChange(const InvKey *key, const InvEffect *delta, int exists,
@@ -376,7 +372,7 @@ PendingRowChange(const InvKey *key, const InvEffect *delta, int exists,
 	c = CurrentChange(t);
 
 	need = -(delta->on_hand - delta->reserved);
-	if (!inv_folding && need > 0)
+	if (need > 0)
 	{
 		if (c->prepaid >= need)
 			c->prepaid -= need;
@@ -390,7 +386,7 @@ PendingRowChange(const InvKey *key, const InvEffect *delta, int exists,
 			c->hold += need;
 		}
 	}
-	if (!inv_folding && delta->on_hand > 0)
+	if (delta->on_hand > 0)
 	{
 		CacheAddIncoming(t->entry, delta->on_hand);
 		c->incoming += delta->on_hand;
@@ -625,7 +621,6 @@ PendingXactCallback(XactEvent event, void *arg)
 		default:
 			break;
 	}
-	inv_folding = false;
 }
 
 static void

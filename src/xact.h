@@ -27,7 +27,4 @@ extern bool PendingSkuExists(const InvKey *key);
 extern void PendingMarkDropping(const InvKey *key);
 extern bool PendingOwnDelta(const InvKey *key, InvEffect *delta);
 
-/* Set while the worker's fold moves counters between ledger and sku rows. */
-extern bool inv_folding;
-
 #endif							/* INVENTORY_XACT_H */
