@@ -160,8 +160,9 @@ COMMENT ON COLUMN inventory.ledger.folded IS
 -- touches no index.
 -- loads a SKU's unfolded movements; finds those to fold; any movement of a SKU
 CREATE INDEX ledger_sku_idx ON inventory.ledger (sku, folded);
--- finds overdue reservations: those not folded, by expires_at
-CREATE INDEX ledger_due_idx ON inventory.ledger (expires_at) WHERE NOT folded;
+-- finds overdue reservations: those not folded, by expires_at (a plain
+-- index, not a partial one, spares every insert evaluating a predicate)
+CREATE INDEX ledger_due_idx ON inventory.ledger (folded, expires_at);
 
 -- keep the data in pg_dump; restore it with triggers disabled (see README)
 SELECT pg_catalog.pg_extension_config_dump('inventory.sku', '');
