@@ -143,7 +143,14 @@ CREATE TABLE inventory.ledger (
 	settled_at	timestamptz,
 	folded		boolean NOT NULL DEFAULT false,
 	PRIMARY KEY (order_id, batch_id)
-) WITH (fillfactor = 85);	-- room on each page to settle reservations in place (HOT)
+) WITH (
+	-- room on each page to settle reservations in place (HOT updates)
+	fillfactor = 85,
+	-- a fold leaves the replaced row versions in ledger_sku_idx, where a
+	-- load of the SKU meets them until VACUUM: vacuum early
+	autovacuum_vacuum_scale_factor = 0.01,
+	autovacuum_vacuum_insert_scale_factor = 0.05
+);
 COMMENT ON TABLE inventory.ledger IS
 	'one row per movement (reserve, restock, adjust), unique by (order_id, batch_id)';
 COMMENT ON COLUMN inventory.ledger.kind IS 'reserve, restock or adjust';

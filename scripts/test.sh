@@ -5,7 +5,8 @@
 #   regression tests   sql/*.sql + expected/*.out   (pg_regress)
 #   isolation specs    specs/*.spec + expected/*.out (pg_isolation_regress)
 #   pgTAP suite        test/pgtap/*.sql              (pg_prove)
-#   TAP tests          test/t/*.pl                   (prove; crash, restart, concurrency)
+#   TAP tests          test/t/*.pl                   (prove; crash, restart, concurrency, worker)
+#   benchmark smoke    bench/run.sh --smoke          (every case runs and checks its counts)
 #
 # Installs what is missing (as root), builds and installs the extension, and
 # runs everything as the PostgreSQL user in a scratch copy of the tree, each
@@ -80,6 +81,17 @@ unset PGHOST PGPORT PGUSER
 inv_log "TAP"
 inv_as_pg make -C "$WORK/tree" installcheck REGRESS= ISOLATION= PROVE_FLAGS=--verbose >"$WORK/tap.log" 2>&1
 run_tap_log "$WORK/tap.log" $?
+
+# the benchmark's smoke mode, so that the suite cannot rot
+inv_log "bench smoke"
+if "$INV_TOP/bench/run.sh" --smoke >"$WORK/bench.log" 2>&1; then
+	PASSED=$((PASSED + 1))
+	echo "1 passed, 0 failed"
+else
+	FAILED=$((FAILED + 1))
+	echo "0 passed, 1 failed"
+	tail -40 "$WORK/bench.log"
+fi
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -9,10 +9,13 @@
  * transaction.  Misuse -- NULLs, non-positive quantities, a key reused for a
  * different movement -- is an ERROR.
  *
- * Every write goes through SQL on the tables, so the trigger (trigger.c)
- * sees it like any other write.  reserve() decides admission in shared
- * memory first: a refusal reads no table (but the key's index entry, to
- * recognise a replay) and writes nothing.
+ * Every write goes through the executor's insert or update of a table row,
+ * so the trigger (trigger.c) sees it like any other write.  reserve()
+ * decides admission in shared memory first: a refusal reads no table (but
+ * the key's index entry, to recognise a replay) and writes nothing.  A call
+ * that writes a movement first locks its key, so that calls with the same
+ * key take turns and a replay is recognised, never refused by the unique
+ * index.
  */
 #include "postgres.h"
 
@@ -52,27 +55,6 @@ typedef struct Stmt
 	" order_id OPERATOR(pg_catalog.=) $1 AND batch_id OPERATOR(pg_catalog.=) $2" \
 	" AND kind OPERATOR(pg_catalog.=) 'reserve'" \
 	" AND state OPERATOR(pg_catalog.=) 'PENDING'"
-
-static Stmt insert_reserve = {
-	"INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, state, expires_at)"
-	" VALUES ($1, $2, 'reserve', $3, $4, 'PENDING', $5)"
-	" ON CONFLICT (order_id, batch_id) DO NOTHING",
-	5, {TEXTOID, INT4OID, TEXTOID, INT8OID, TIMESTAMPTZOID}
-};
-
-static Stmt insert_restock = {
-	"INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)"
-	" VALUES ($1, $2, 'restock', $3, $4)"
-	" ON CONFLICT (order_id, batch_id) DO NOTHING",
-	4, {TEXTOID, INT4OID, TEXTOID, INT8OID}
-};
-
-static Stmt insert_adjust = {
-	"INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, counted)"
-	" VALUES ($1, $2, 'adjust', $3, $4, $5)"
-	" ON CONFLICT (order_id, batch_id) DO NOTHING",
-	5, {TEXTOID, INT4OID, TEXTOID, INT8OID, INT8OID}
-};
 
 static Stmt insert_sku = {
 	"INSERT INTO inventory.sku (sku) VALUES ($1) ON CONFLICT (sku) DO NOTHING",
@@ -376,6 +358,37 @@ SameSku(const LedgerMovement *m, text *sku)
 
 /* ---- reserve ---- */
 
+/*
+ * Reports a movement found under the caller's key: a replay of the same
+ * movement is a duplicate, anything else an error.
+ */
+static void
+ReplayOutcome(text *order_id, int32 batch_id, const LedgerMovement *m,
+			  InvKind kind, text *sku, int64 qty, Outcome *o)
+{
+	int64		other = (m->kind == INV_KIND_ADJUST) ? m->counted : m->qty;
+
+	if (m->kind != kind || !SameSku(m, sku) || other != qty)
+		KeyReuseError(order_id, batch_id, m);
+	SetMovement(o, m);
+	o->ok = true;
+	o->status = "duplicate";
+	ReadCounters(o, o->sku);
+}
+
+static bool
+FindKey(text *order_id, int32 batch_id, LedgerMovement *m)
+{
+	return LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
+							  batch_id, m);
+}
+
+static void
+LockKey(text *order_id, int32 batch_id)
+{
+	LedgerLockKey(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id), batch_id);
+}
+
 PG_FUNCTION_INFO_V1(inventory_reserve);
 Datum
 inventory_reserve(PG_FUNCTION_ARGS)
@@ -391,6 +404,9 @@ inventory_reserve(PG_FUNCTION_ARGS)
 	int			mark = PendingMark();
 	Outcome		o;
 	InvKey		key;
+	InvView		view;
+	InvAdmit	admit;
+	LedgerMovement m;
 
 	memset(&o, 0, sizeof(o));
 	o.sku = text_to_cstring(sku);
@@ -398,70 +414,48 @@ inventory_reserve(PG_FUNCTION_ARGS)
 	o.qty = qty;
 	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
 
-	for (int attempt = 0;; attempt++)
+	/* is there enough?  decided in shared memory, before anything is read */
+	admit = PendingReserve(&key, qty, has_expected ? &expected : NULL, &view);
+	SetCounters(&o, &view);
+
+	if (admit == INV_ADMIT_OK)
 	{
-		InvView		view;
-		InvAdmit	admit;
-		LedgerMovement m;
-
-		admit = PendingReserve(&key, qty, has_expected ? &expected : NULL, &view);
-		SetCounters(&o, &view);
-
-		if (admit == INV_ADMIT_OK)
+		LockKey(order_id, batch_id);
+		if (!FindKey(order_id, batch_id, &m))
 		{
-			Datum		values[5];
-			uint64		inserted;
+			LedgerNew	n;
 
-			values[0] = PointerGetDatum(order_id);
-			values[1] = Int32GetDatum(batch_id);
-			values[2] = PointerGetDatum(sku);
-			values[3] = Int64GetDatum(qty);
-			values[4] = TimestampTzGetDatum(expires_at);
-			SPI_connect();
-			inserted = Exec(&insert_reserve, values, NULL);
-			SPI_finish();
-			if (inserted == 1)
-			{
-				o.ok = true;
-				o.status = "ok";
-				o.has_state = true;
-				o.state = INV_PENDING;
-				o.has_expires_at = true;
-				o.expires_at = expires_at;
-				break;
-			}
-			/* the key is taken: give the hold back and report the replay */
-			PendingDropUnbound(&key);
-			PendingUnpinSince(&key, mark);
-		}
+			memset(&n, 0, sizeof(n));
+			n.order_id = order_id;
+			n.batch_id = batch_id;
+			n.kind = INV_KIND_RESERVE;
+			n.sku = sku;
+			n.qty = qty;
+			n.has_expires_at = true;
+			n.expires_at = expires_at;
+			LedgerInsert(&n);
 
-		if (LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
-							   batch_id, &m))
-		{
-			if (m.kind != INV_KIND_RESERVE || !SameSku(&m, sku) || m.qty != qty)
-				KeyReuseError(order_id, batch_id, &m);
-			SetMovement(&o, &m);
 			o.ok = true;
-			o.status = "duplicate";
-			if (admit == INV_ADMIT_OK)
-				ReadCounters(&o, o.sku);	/* without the hold just returned */
-			break;
+			o.status = "ok";
+			o.has_state = true;
+			o.state = INV_PENDING;
+			o.has_expires_at = true;
+			o.expires_at = expires_at;
+			return MakeResult(fcinfo, &o);
 		}
-
-		if (admit == INV_ADMIT_OK)
-		{
-			/* the row that held the key went away; try again */
-			if (attempt < 3)
-				continue;
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not reserve: the key kept changing")));
-		}
-		o.status = admit == INV_ADMIT_UNKNOWN ? "unknown_sku" :
-			admit == INV_ADMIT_CONFLICT ? "version_conflict" : "insufficient";
-		break;
+		/* a replay: give back the hold just taken */
+		PendingDropUnbound(&key);
+		PendingUnpinSince(&key, mark);
+		ReplayOutcome(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty, &o);
+		return MakeResult(fcinfo, &o);
 	}
 
+	/* refused; but a replay of a reservation made earlier is a duplicate */
+	if (FindKey(order_id, batch_id, &m))
+		ReplayOutcome(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty, &o);
+	else
+		o.status = admit == INV_ADMIT_UNKNOWN ? "unknown_sku" :
+			admit == INV_ADMIT_CONFLICT ? "version_conflict" : "insufficient";
 	return MakeResult(fcinfo, &o);
 }
 
@@ -632,65 +626,51 @@ inventory_restock(PG_FUNCTION_ARGS)
 	int64		qty = ArgQuantity(fcinfo, 1, "qty", false);
 	text	   *order_id = ArgOrderId(fcinfo, 2);
 	int32		batch_id = ArgBatchId(fcinfo, 3);
-	int			mark = PendingMark();
 	Outcome		o;
 	InvKey		key;
 	InvView		view;
+	InvEntry   *entry;
 	LedgerMovement m;
-	Datum		values[4];
-	uint64		inserted;
+	LedgerNew	n;
 
 	memset(&o, 0, sizeof(o));
 	o.sku = text_to_cstring(sku);
 	o.has_qty = true;
 	o.qty = qty;
 
-	if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
-							batch_id, &m))
+	LockKey(order_id, batch_id);
+	if (FindKey(order_id, batch_id, &m))
 	{
-		InvEntry   *entry;
-
-		CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
-		entry = PendingPin(&key);
-
-		values[0] = PointerGetDatum(order_id);
-		values[1] = Int32GetDatum(batch_id);
-		values[2] = PointerGetDatum(sku);
-		values[3] = Int64GetDatum(qty);
-		SPI_connect();
-		if (!PendingSkuExists(&key))
-			Exec(&insert_sku, &values[2], NULL);
-		inserted = Exec(&insert_restock, values, NULL);
-		SPI_finish();
-
-		if (inserted == 1)
-		{
-			/* a SKU created by this call counts from zero */
-			CacheView(entry, &view);
-			o.ok = true;
-			o.status = "ok";
-			o.has_counters = true;
-			o.available = InvViewAvailable(&view);
-			o.version = view.version;
-			return MakeResult(fcinfo, &o);
-		}
-		PendingUnpinSince(&key, mark);
-		if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
-								batch_id, &m))
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not restock: the key changed concurrently"),
-					 errhint("Retry the call.")));
+		ReplayOutcome(order_id, batch_id, &m, INV_KIND_RESTOCK, sku, qty, &o);
+		return MakeResult(fcinfo, &o);
 	}
 
-	if (m.kind != INV_KIND_RESTOCK || !SameSku(&m, sku) || m.qty != qty)
-		KeyReuseError(order_id, batch_id, &m);
-	SetMovement(&o, &m);
-	o.ok = true;
-	o.status = "duplicate";
 	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
-	if (CacheRead(&key, true, &view))
-		SetCounters(&o, &view);
+	entry = PendingPin(&key);
+	if (!PendingSkuExists(&key))
+	{
+		Datum		arg = PointerGetDatum(sku);
+
+		SPI_connect();
+		Exec(&insert_sku, &arg, NULL);
+		SPI_finish();
+	}
+
+	memset(&n, 0, sizeof(n));
+	n.order_id = order_id;
+	n.batch_id = batch_id;
+	n.kind = INV_KIND_RESTOCK;
+	n.sku = sku;
+	n.qty = qty;
+	LedgerInsert(&n);
+
+	/* a SKU created by this call counts from zero */
+	CacheView(entry, &view);
+	o.ok = true;
+	o.status = "ok";
+	o.has_counters = true;
+	o.available = InvViewAvailable(&view);
+	o.version = view.version;
 	return MakeResult(fcinfo, &o);
 }
 
@@ -709,74 +689,58 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	InvKey		key;
 	InvView		view;
 	LedgerMovement m;
+	LedgerNew	n;
+	Datum		arg = PointerGetDatum(sku);
+	uint64		found;
+	int64		delta;
+	InvAdmit	admit;
 
 	memset(&o, 0, sizeof(o));
 	o.sku = text_to_cstring(sku);
 	o.has_qty = true;
 	o.qty = counted;
 
-	if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
-							batch_id, &m))
+	LockKey(order_id, batch_id);
+	if (FindKey(order_id, batch_id, &m))
 	{
-		Datum		values[5];
-		uint64		found;
-		int64		delta;
-		InvAdmit	admit;
-
-		CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
-
-		/* stocktakes of one SKU take turns, so each counts from the last */
-		values[0] = PointerGetDatum(sku);
-		SPI_connect();
-		found = Exec(&lock_sku, values, NULL);
-		SPI_finish();
-		if (found == 0)
-		{
-			o.status = "unknown_sku";
-			return MakeResult(fcinfo, &o);
-		}
-
-		admit = PendingStocktake(&key, counted, has_expected ? &expected : NULL,
-								 &delta, &view);
-		SetCounters(&o, &view);
-		if (admit != INV_ADMIT_OK)
-		{
-			PendingUnpinSince(&key, mark);
-			o.status = admit == INV_ADMIT_UNKNOWN ? "unknown_sku" :
-				admit == INV_ADMIT_CONFLICT ? "version_conflict" : "insufficient";
-			return MakeResult(fcinfo, &o);
-		}
-
-		values[0] = PointerGetDatum(order_id);
-		values[1] = Int32GetDatum(batch_id);
-		values[2] = PointerGetDatum(sku);
-		values[3] = Int64GetDatum(delta);
-		values[4] = Int64GetDatum(counted);
-		SPI_connect();
-		found = Exec(&insert_adjust, values, NULL);
-		SPI_finish();
-		if (found == 1)
-		{
-			o.ok = true;
-			o.status = "ok";
-			return MakeResult(fcinfo, &o);
-		}
-		PendingDropUnbound(&key);
-		PendingUnpinSince(&key, mark);
-		if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
-								batch_id, &m))
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not adjust: the key changed concurrently"),
-					 errhint("Retry the call.")));
+		ReplayOutcome(order_id, batch_id, &m, INV_KIND_ADJUST, sku, counted, &o);
+		return MakeResult(fcinfo, &o);
 	}
 
-	if (m.kind != INV_KIND_ADJUST || !SameSku(&m, sku) || m.counted != counted)
-		KeyReuseError(order_id, batch_id, &m);
-	SetMovement(&o, &m);
+	/* stocktakes of one SKU take turns, so each counts from the last */
+	SPI_connect();
+	found = Exec(&lock_sku, &arg, NULL);
+	SPI_finish();
+	if (found == 0)
+	{
+		o.status = "unknown_sku";
+		return MakeResult(fcinfo, &o);
+	}
+
+	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
+	admit = PendingStocktake(&key, counted, has_expected ? &expected : NULL,
+							 &delta, &view);
+	SetCounters(&o, &view);
+	if (admit != INV_ADMIT_OK)
+	{
+		PendingUnpinSince(&key, mark);
+		o.status = admit == INV_ADMIT_UNKNOWN ? "unknown_sku" :
+			admit == INV_ADMIT_CONFLICT ? "version_conflict" : "insufficient";
+		return MakeResult(fcinfo, &o);
+	}
+
+	memset(&n, 0, sizeof(n));
+	n.order_id = order_id;
+	n.batch_id = batch_id;
+	n.kind = INV_KIND_ADJUST;
+	n.sku = sku;
+	n.qty = delta;
+	n.has_counted = true;
+	n.counted = counted;
+	LedgerInsert(&n);
+
 	o.ok = true;
-	o.status = "duplicate";
-	ReadCounters(&o, o.sku);
+	o.status = "ok";
 	return MakeResult(fcinfo, &o);
 }
 

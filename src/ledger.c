@@ -15,6 +15,12 @@
 #include "access/relscan.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
+#include "commands/trigger.h"
+#include "common/hashfn.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -203,6 +209,83 @@ LedgerFindMovement(const char *order_id, int len, int32 batch_id,
 	table_close(heap, NoLock);
 	pfree(order_text);
 	return found;
+}
+
+/*
+ * Takes a lock on a key for the rest of the transaction, so that calls with
+ * the same key take turns: the second looks the key up only once the first
+ * has committed or rolled back.  pg_locks shows it as an object lock whose
+ * classid is inventory.ledger and whose objid is a hash of the key.
+ */
+void
+LedgerLockKey(const char *order_id, int len, int32 batch_id)
+{
+	LOCKTAG		tag;
+	uint32		hash = hash_combine(hash_bytes((const unsigned char *) order_id, len),
+									hash_uint32((uint32) batch_id));
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, InvGetCatalog()->ledger_rel, hash, 0);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
+ * Writes a new movement, as an INSERT would -- the trigger, the constraints
+ * and the indexes all see it -- but without planning and starting a query
+ * for one row, in the way logical replication applies a row.  The caller
+ * holds the key's lock and has looked the key up.
+ */
+void
+LedgerInsert(const LedgerNew *m)
+{
+	const InvCatalog *cat = InvGetCatalog();
+	Relation	rel = table_open(cat->ledger_rel, RowExclusiveLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	EState	   *estate = CreateExecutorState();
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	TupleTableSlot *slot;
+
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel);
+	rte->relkind = rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	ExecInitRangeTable(estate, list_make1(rte));
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	estate->es_opened_result_relations = list_make1(rri);
+	estate->es_output_cid = GetCurrentCommandId(true);
+
+	slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsVirtual);
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true, desc->natts * sizeof(bool));
+#define SET(att, value) \
+	(slot->tts_values[(att) - 1] = (value), slot->tts_isnull[(att) - 1] = false)
+	SET(cat->l_order_id, PointerGetDatum(m->order_id));
+	SET(cat->l_batch_id, Int32GetDatum(m->batch_id));
+	SET(cat->l_kind, CStringGetTextDatum(kind_names[m->kind]));
+	SET(cat->l_sku, PointerGetDatum(m->sku));
+	SET(cat->l_qty, Int64GetDatum(m->qty));
+	if (m->has_counted)
+		SET(cat->l_counted, Int64GetDatum(m->counted));
+	if (m->kind == INV_KIND_RESERVE)
+		SET(cat->l_state, InvStateGetDatum(INV_PENDING));
+	SET(cat->l_created_at, TimestampTzGetDatum(GetCurrentStatementStartTimestamp()));
+	if (m->has_expires_at)
+		SET(cat->l_expires_at, TimestampTzGetDatum(m->expires_at));
+	SET(cat->l_folded, BoolGetDatum(false));
+#undef SET
+	ExecStoreVirtualTuple(slot);
+
+	ExecOpenIndices(rri, false);
+	AfterTriggerBeginQuery();
+	ExecSimpleRelationInsert(rri, estate, slot);
+	AfterTriggerEndQuery(estate);
+	ExecCloseIndices(rri);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+
+	/* later statements of the transaction see the movement */
+	CommandCounterIncrement();
 }
 
 /*

@@ -50,8 +50,24 @@ extern void LedgerEffect(InvKind kind, bool has_state, InvState state,
 extern void LedgerCheckSku(const char *sku, int len);
 extern void LedgerCheckOrderId(const char *order_id, int len);
 
+/* A movement to write. */
+typedef struct LedgerNew
+{
+	text	   *order_id;
+	int32		batch_id;
+	InvKind		kind;
+	text	   *sku;
+	int64		qty;
+	bool		has_counted;
+	int64		counted;
+	bool		has_expires_at;
+	TimestampTz expires_at;
+} LedgerNew;
+
+extern void LedgerLockKey(const char *order_id, int len, int32 batch_id);
 extern bool LedgerFindMovement(const char *order_id, int len, int32 batch_id,
 							   LedgerMovement *movement);
+extern void LedgerInsert(const LedgerNew *movement);
 extern bool LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded);
 
 #endif							/* INVENTORY_LEDGER_H */

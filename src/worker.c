@@ -98,12 +98,17 @@ WorkerRound(void)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "inventory: folding settled movements");
+	folded = 0;
+	/* a backlog of overdue reservations comes first: fold once it is gone */
+	if (expired < inv_expire_batch)
 	{
 		char	  **skus = palloc(FOLD_SKUS * sizeof(char *));
-		int			nskus = CacheSkusToFold(skus, FOLD_SKUS);
+		int			nskus;
 
-		folded = nskus > 0 ? FoldSettled(skus, nskus, inv_fold_batch) : 0;
+		pgstat_report_activity(STATE_RUNNING, "inventory: folding settled movements");
+		nskus = CacheSkusToFold(skus, FOLD_SKUS);
+		if (nskus > 0)
+			folded = FoldSettled(skus, nskus, inv_fold_batch);
 	}
 	SPI_connect();
 	oldest = OldestOverdue();

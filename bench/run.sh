@@ -1,0 +1,607 @@
+#!/usr/bin/env bash
+# bench/run.sh -- the benchmark of inventory against what users would pick
+# instead (plain SQL on a hot row, Redis), in one run on one scratch cluster.
+#
+# Usage:
+#   bench/run.sh [--smoke] [--duration SECONDS] [--clients "1 8 32 64"]
+#
+#   (default)   every case at 1, 8, 32 and 64 clients, 15 s per run after a
+#               3 s warm-up; takes about 15 minutes on 2 cores.
+#   --smoke     every case for ~1 s at 1 and 8 clients, small data; checks
+#               that each case produces a number (targets not enforced).
+#   --duration  seconds per measured run.
+#   --clients   the client counts, in quotes.
+#
+# Run as root: installs what is missing (lib.sh, plus redis-server and
+# redis-tools), builds and installs the extension, and runs PostgreSQL and
+# pgbench as the postgres user.  Prints a markdown report and writes it to
+# bench/results/latest.md (bench/results/smoke.md for --smoke, so a smoke run
+# does not overwrite the full report).  Exits non-zero when a case produced
+# no number or a correctness check failed; PASS/MISS of the targets is
+# reported, not enforced.
+#
+# Cases (pgbench -M prepared -j 2, synchronous_commit = on, fsync = on):
+#   1   SELECT 1: the floor, one round trip
+#   1b  SELECT * FROM inventory.cache_info(): the floor of any call of the
+#       form SELECT * FROM f(), a C function returning one row
+#   2a  plain SQL: UPDATE stock SET qty = qty - 1 WHERE sku = $1 AND qty >= 1
+#   2b  plain SQL: 2a + a ledger INSERT with UNIQUE (order_id, batch_id)
+#   2c  plain SQL: SELECT ... FOR UPDATE, then UPDATE
+#   2d  plain SQL: the ledger INSERT alone (one durable write per call)
+#   2e  plain SQL: the same INSERT into a copy of inventory.ledger, with its
+#       three indexes (key, SKU, expiry): the cost of the data model alone
+#   3   Redis: check-and-DECRBY Lua script by EVALSHA (redis-benchmark)
+#   4   inventory.reserve on one hot SKU, always succeeds
+#   5   inventory.reserve on one sold-out SKU, always refused
+#   6   inventory.reserve on a random SKU among 100,000
+#   7   reserve, then confirm (70%), cancel (20%) or let expire (10%)
+#   8   the worker clears 100,000 overdue reservations under case 4 load
+#   9   cache load after restart: SKU with 1,000,000 settled movements vs none
+set -u
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+
+usage() { sed -n '4,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+ARGS=("$@")
+SMOKE=0
+DURATION=
+CLIENTS=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--smoke) SMOKE=1 ;;
+	--duration) DURATION=${2:-}; shift ;;
+	--clients) CLIENTS=${2:-}; shift ;;
+	-h | --help) usage ;;
+	*) usage ;;
+	esac
+	shift
+done
+
+if [ "$SMOKE" -eq 1 ]; then
+	: "${DURATION:=1}" "${CLIENTS:=1 8}"
+	WARMUP=0 NSKUS=1000 BACKLOG=2000 SETTLED=10000 FSYNC_SECS=1 LOAD_ROUNDS=1
+	OUT=$INV_TOP/bench/results/smoke.md
+else
+	: "${DURATION:=15}" "${CLIENTS:=1 8 32 64}"
+	WARMUP=3 NSKUS=100000 BACKLOG=100000 SETTLED=1000000 FSYNC_SECS=2 LOAD_ROUNDS=3
+	OUT=$INV_TOP/bench/results/latest.md
+fi
+[[ $DURATION =~ ^[1-9][0-9]*$ ]] || inv_die "--duration takes a whole number of seconds"
+for c in $CLIENTS; do [[ $c =~ ^[1-9][0-9]*$ ]] || inv_die "--clients takes numbers"; done
+# The targets are stated at 64 clients; without 64, use the largest count.
+TC=$(printf '%s\n' $CLIENTS | sort -n | tail -1)
+echo " $CLIENTS " | grep -q ' 64 ' && TC=64
+# the case 8 load must outlast the clearing of the backlog
+if [ "$SMOKE" -eq 1 ]; then EXPIRY_LOAD=5; else EXPIRY_LOAD=$((DURATION > 20 ? DURATION : 20)); fi
+# the command line, quoted so that it can be pasted
+CMDLINE=bench/run.sh
+for a in "${ARGS[@]}"; do
+	case $a in *' '*) CMDLINE+=" \"$a\"" ;; *) CMDLINE+=" $a" ;; esac
+done
+
+inv_setup
+# Redis is only a reference: if it cannot be installed, its case is skipped.
+REDIS_OK=1
+(inv_packages redis-server redis-tools) || REDIS_OK=0
+
+DIR=$(mktemp -d /tmp/inventory-bench.XXXXXX)
+REDIS_PID=
+cleanup() {
+	[ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null
+	inv_cluster_stop "$DIR"
+	rm -rf "$DIR"
+}
+trap cleanup EXIT
+inv_log "starting a scratch cluster in $DIR"
+# max_skus: case 6's SKUs all fit in the cache.  Everything else stays at the
+# defaults: synchronous_commit = on, fsync = on.
+inv_cluster_start "$DIR" "inventory.max_skus = 200000"
+mkdir "$DIR/sql"
+
+FAILED=0
+CHECKS=()   # lines of the "Checks" section
+check() {   # check WHAT OK?: records a correctness check
+	if [ "$2" = t ]; then CHECKS+=("| $1 | ok |"); else
+		CHECKS+=("| $1 | **FAILED** |"); FAILED=1; inv_log "CHECK FAILED: $1"; fi
+}
+
+psql_b() { inv_as_pg psql -X -q -At -v ON_ERROR_STOP=1 -d bench "$@"; }
+sql() { psql_b -c "$1"; }   # sql QUERY: prints the result, unaligned
+
+# ---------------------------------------------------------------- machine
+inv_log "measuring the fsync rate (pg_test_fsync -s $FSYNC_SECS)"
+FSYNC=$(inv_as_pg "$INV_PGBIN/pg_test_fsync" -s "$FSYNC_SECS" -f "$DIR/data/pg_test_fsync.tmp" 2>&1 |
+	awk '$1 == "fdatasync" && $3 == "ops/sec" { print $2; exit }')
+PGVERSION=$("$INV_PGBIN/postgres" --version)
+
+# ---------------------------------------------------------------- set-up
+inv_log "creating the bench database"
+inv_as_pg createdb bench
+psql_b >/dev/null <<SQL
+CREATE EXTENSION inventory;
+-- Case 4 makes millions of PENDING holds; a long default ttl keeps them from
+-- expiring (and keeping the worker busy) in the middle of later cases.
+ALTER DATABASE bench SET inventory.default_ttl = '1d';
+
+-- case 2: the plain-SQL alternative, on ordinary tables
+CREATE TABLE stock (sku text PRIMARY KEY, qty bigint NOT NULL);
+INSERT INTO stock VALUES ('HOT', 1000000000000);   -- never runs out
+CREATE TABLE ledger (
+	order_id   text NOT NULL,
+	batch_id   int NOT NULL,
+	sku        text NOT NULL,
+	qty        bigint NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT now(),
+	UNIQUE (order_id, batch_id)
+);
+
+-- case 2e: inventory's own ledger table, without the extension around it
+CREATE TABLE ledger3 (LIKE inventory.ledger INCLUDING DEFAULTS INCLUDING INDEXES)
+	WITH (fillfactor = 85);
+
+-- cases 4-7: SKUs of the extension
+SELECT inventory.restock('HOT-1', 1000000000000, 'stock-hot');
+INSERT INTO inventory.sku (sku, on_hand) VALUES ('SOLD-1', 0);
+INSERT INTO inventory.sku (sku, on_hand)
+	SELECT 'U-' || g, 1000000000 FROM generate_series(1, $NSKUS) g;
+SELECT inventory.restock('LIFE-1', 1000000000000, 'stock-life');
+
+-- case 8: waits until no PENDING reservation is overdue, polling every 50 ms;
+-- returns the seconds since t0, NULL after timeout seconds
+CREATE FUNCTION bench_wait_no_overdue(t0 timestamptz, timeout float8) RETURNS float8
+LANGUAGE plpgsql AS \$\$
+DECLARE ts timestamptz;
+BEGIN
+	LOOP
+		ts := clock_timestamp();
+		EXIT WHEN NOT EXISTS (SELECT 1 FROM inventory.ledger
+		                       WHERE state = 'PENDING' AND expires_at <= ts);
+		IF extract(epoch FROM ts - t0) > timeout THEN RETURN NULL; END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN extract(epoch FROM clock_timestamp() - t0);
+END \$\$;
+
+-- case 9: times one call of inventory.available() on the server
+CREATE FUNCTION bench_time_available(s text, OUT avail bigint, OUT ms float8)
+LANGUAGE plpgsql AS \$\$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+	avail := inventory.available(s);
+	ms := extract(epoch FROM clock_timestamp() - t0) * 1000;
+END \$\$;
+SQL
+[ $? -eq 0 ] || inv_die "set-up of the bench database failed"
+
+# ---------------------------------------------------------------- pgbench scripts
+cat >"$DIR/sql/floor.sql" <<'SQL'
+SELECT 1;
+SQL
+# the executor's cost of a function in FROM that returns a row, with next to
+# no work inside: what any SELECT * FROM inventory.reserve(...) pays at least
+cat >"$DIR/sql/floor_fn.sql" <<'SQL'
+SELECT * FROM inventory.cache_info();
+SQL
+cat >"$DIR/sql/sql_update.sql" <<'SQL'
+UPDATE stock SET qty = qty - 1 WHERE sku = :sku AND qty >= 1;
+SQL
+cat >"$DIR/sql/sql_update_ledger.sql" <<'SQL'
+\set n random(1, 9000000000000000000)
+BEGIN;
+UPDATE stock SET qty = qty - 1 WHERE sku = :sku AND qty >= 1;
+INSERT INTO ledger (order_id, batch_id, sku, qty) VALUES ('o2b-' || :n, 1, :sku, 1);
+COMMIT;
+SQL
+cat >"$DIR/sql/sql_for_update.sql" <<'SQL'
+BEGIN;
+SELECT qty FROM stock WHERE sku = :sku FOR UPDATE;
+UPDATE stock SET qty = qty - 1 WHERE sku = :sku;
+COMMIT;
+SQL
+cat >"$DIR/sql/sql_ledger.sql" <<'SQL'
+\set n random(1, 9000000000000000000)
+INSERT INTO ledger (order_id, batch_id, sku, qty) VALUES ('o2d-' || :n, 1, :sku, 1);
+SQL
+cat >"$DIR/sql/sql_ledger3.sql" <<'SQL'
+\set n random(1, 9000000000000000000)
+INSERT INTO ledger3 (order_id, batch_id, kind, sku, qty, state, expires_at)
+VALUES ('o2e-' || :n, 1, 'reserve', :sku, 1, 'PENDING', now() + interval '1 day');
+SQL
+cat >"$DIR/sql/reserve.sql" <<'SQL'
+\set n random(1, 9000000000000000000)
+SELECT * FROM inventory.reserve(:sku, 1, :prefix || :n);
+SQL
+cat >"$DIR/sql/reserve_many.sql" <<'SQL'
+\set n random(1, 9000000000000000000)
+\set k random(1, :nskus)
+SELECT * FROM inventory.reserve('U-' || :k, 1, 'o6-' || :n);
+SQL
+# one buyer: 70% pay, 20% change their mind, 10% walk away (1 s ttl)
+cat >"$DIR/sql/lifecycle.sql" <<'SQL'
+\set n random(1, 9000000000000000000)
+\set r random(1, 100)
+\if :r <= 90
+SELECT * FROM inventory.reserve(:sku, 1, 'o7-' || :n);
+\if :r <= 70
+SELECT * FROM inventory.confirm('o7-' || :n);
+\else
+SELECT * FROM inventory.cancel('o7-' || :n);
+\endif
+\else
+SELECT * FROM inventory.reserve(:sku, 1, 'o7-' || :n, ttl => interval '1 second');
+\endif
+SQL
+chmod -R a+rX "$DIR/sql"
+
+# ---------------------------------------------------------------- runners
+declare -A TPS LAT   # keyed "CASE/CLIENTS"
+PROCESSED=0          # transactions of the last run_case, warm-ups included
+
+# pgbench_once CLIENTS SECONDS LOG SCRIPT [PGBENCH ARGS...]: one run as the
+# postgres user; fails on an aborted client or a failed transaction.
+pgbench_once() {
+	local c=$1 t=$2 log=$3 script=$4
+	shift 4
+	inv_as_pg pgbench -n -M prepared -j 2 -c "$c" -T "$t" -f "$DIR/sql/$script" "$@" bench >"$log" 2>&1 &&
+		grep -q '^tps = ' "$log" && ! grep -qE '^number of failed transactions: [1-9]' "$log"
+}
+
+# run_case ID SCRIPT [PGBENCH ARGS...]: warm-up + measured run per client count
+run_case() {
+	local id=$1 script=$2 c log
+	shift 2
+	PROCESSED=0
+	for c in $CLIENTS; do
+		inv_log "case $id, $c clients"
+		log=$DIR/pgbench-$id-$c.log
+		if [ "$WARMUP" -gt 0 ] && ! pgbench_once "$c" "$WARMUP" "$log.warm" "$script" "$@"; then
+			TPS[$id/$c]=FAILED; FAILED=1; sed 's/^/    /' "$log.warm" | tail -20 >&2; continue
+		fi
+		[ "$WARMUP" -gt 0 ] && PROCESSED=$((PROCESSED + $(processed "$log.warm")))
+		if ! pgbench_once "$c" "$DURATION" "$log" "$script" "$@"; then
+			TPS[$id/$c]=FAILED; FAILED=1; sed 's/^/    /' "$log" | tail -20 >&2; continue
+		fi
+		PROCESSED=$((PROCESSED + $(processed "$log")))
+		TPS[$id/$c]=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$log")
+		LAT[$id/$c]=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' "$log")
+	done
+}
+processed() { sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$1"; }
+
+num() { [[ ${1:-} =~ ^[0-9.]+$ ]]; }
+ledger_rows() { sql "SELECT count(*) FROM inventory.ledger WHERE $1"; }
+
+# ---------------------------------------------------------------- case 1, 2
+run_case 1 floor.sql
+run_case 1b floor_fn.sql
+run_case 2a sql_update.sql -D sku=HOT
+run_case 2b sql_update_ledger.sql -D sku=HOT
+run_case 2c sql_for_update.sql -D sku=HOT
+run_case 2d sql_ledger.sql -D sku=HOT
+run_case 2e sql_ledger3.sql -D sku=HOT
+
+# ---------------------------------------------------------------- case 3: Redis
+REDIS_NOTE=
+run_redis() {
+	local port sha c n rps csv
+	port=$(inv_free_port)
+	# in memory only (no AOF, no snapshots): a reference point, not durable
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+		--daemonize yes --pidfile "$DIR/redis.pid" --dir "$DIR" \
+		--logfile "$DIR/redis.log" >/dev/null 2>&1 || return 1
+	for _ in $(seq 50); do
+		redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break
+		sleep 0.1
+	done
+	REDIS_PID=$(cat "$DIR/redis.pid" 2>/dev/null) || return 1
+	redis-cli -p "$port" set stock:HOT 1000000000000 >/dev/null || return 1
+	sha=$(redis-cli -p "$port" script load "
+		local n = tonumber(ARGV[1])
+		if tonumber(redis.call('GET', KEYS[1]) or '0') >= n then
+			return redis.call('DECRBY', KEYS[1], n)
+		end
+		return -1") || return 1
+	[[ $sha =~ ^[0-9a-f]{40}$ ]] || return 1
+	for c in $CLIENTS; do
+		inv_log "case 3, $c clients"
+		# redis-benchmark takes a request count, not a duration: a short
+		# run (also the warm-up) sizes the measured one.
+		csv=$(redis-benchmark -h 127.0.0.1 -p "$port" -c "$c" --threads 2 -n $((c * 500 + 5000)) \
+			--csv EVALSHA "$sha" 1 stock:HOT 1 2>/dev/null | tail -1)
+		rps=$(echo "$csv" | awk -F'","' '{ print $2 + 0 }')
+		[ "${rps%.*}" -gt 0 ] 2>/dev/null || return 1
+		n=$(awk -v r="$rps" -v d="$DURATION" 'BEGIN { printf "%d", r * d }')
+		csv=$(redis-benchmark -h 127.0.0.1 -p "$port" -c "$c" --threads 2 -n "$n" \
+			--csv EVALSHA "$sha" 1 stock:HOT 1 2>/dev/null | tail -1)
+		TPS[3/$c]=$(echo "$csv" | awk -F'","' '{ print $2 + 0 }')
+		LAT[3/$c]=$(echo "$csv" | awk -F'","' '{ print $3 + 0 }')
+		[ "${TPS[3/$c]%.*}" -gt 0 ] 2>/dev/null || return 1
+	done
+	# the script refuses to go below zero, and every call took one unit
+	[ "$(redis-cli -p "$port" get stock:HOT)" -gt 0 ] || return 1
+}
+if [ "$REDIS_OK" -eq 1 ] && run_redis; then :; else
+	for c in $CLIENTS; do TPS[3/$c]=skipped; done
+	REDIS_NOTE="Redis could not be installed or run here: case 3 skipped."
+	inv_log "redis skipped"
+fi
+[ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null && REDIS_PID=
+
+# ---------------------------------------------------------------- case 4-7
+before=$(ledger_rows "sku = 'HOT-1'")
+run_case 4 reserve.sql -D sku=HOT-1 -D prefix=o4-
+after=$(ledger_rows "sku = 'HOT-1'")
+check "case 4: one ledger row per reserve ($PROCESSED calls, $((after - before)) rows)" \
+	"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
+
+rejects() { sql "SELECT coalesce(sum(rejects), 0) FROM inventory.sku_stats WHERE sku = 'SOLD-1'"; }
+before=$(rejects)
+run_case 5 reserve.sql -D sku=SOLD-1 -D prefix=o5-
+after=$(rejects)
+check "case 5: every reserve refused ($PROCESSED calls, $((after - before)) rejects)" \
+	"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
+check "case 5: refused reserves wrote no ledger row" \
+	"$([ "$(ledger_rows "sku = 'SOLD-1'")" -eq 0 ] && echo t)"
+check "case 5: available('SOLD-1') is 0" "$(sql "SELECT inventory.available('SOLD-1') = 0")"
+
+before=$(ledger_rows "sku LIKE 'U-%'")
+run_case 6 reserve_many.sql -D nskus=$NSKUS
+after=$(ledger_rows "sku LIKE 'U-%'")
+check "case 6: one ledger row per reserve ($PROCESSED calls, $((after - before)) rows)" \
+	"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
+check "case 6: all $NSKUS SKUs fit in the cache (no eviction)" \
+	"$(sql "SELECT evictions = 0 FROM inventory.cache_info()")"
+
+before=$(ledger_rows "sku = 'LIFE-1'")
+run_case 7 lifecycle.sql -D sku=LIFE-1
+after=$(ledger_rows "sku = 'LIFE-1'")
+check "case 7: one ledger row per buyer ($PROCESSED buyers, $((after - before)) rows)" \
+	"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
+# a long-ttl reservation still PENDING would be a confirm or cancel that failed
+check "case 7: every confirm and cancel settled its reservation" \
+	"$([ "$(ledger_rows "sku = 'LIFE-1' AND state = 'PENDING' AND expires_at > created_at + interval '1 minute'")" -eq 0 ] && echo t)"
+
+# ---------------------------------------------------------------- case 8: expiry
+inv_log "case 8: a backlog of $BACKLOG overdue reservations"
+sql "ALTER SYSTEM SET inventory.worker_enabled = off" >/dev/null
+sql "ALTER SYSTEM SET inventory.expire_batch = 10000" >/dev/null
+sql "SELECT pg_reload_conf()" >/dev/null
+# wait until the worker has seen the setting, so it cannot start on the backlog
+for _ in $(seq 100); do
+	[ "$(sql "SELECT count(*) FROM inventory.worker_status WHERE datname = 'bench' AND state <> 'disabled'")" = 0 ] && break
+	sleep 0.1
+done
+# clear what case 7 left overdue (its 1 s holds included), so the backlog is
+# all there is to do
+sql "SELECT pg_sleep(1.2)" >/dev/null
+sql "SELECT inventory.expire()" >/dev/null
+sql "SELECT inventory.restock('EXP-1', $BACKLOG, 'stock-exp')" >/dev/null
+chunk=$(((BACKLOG + 3) / 4))
+for lo in $(seq 1 "$chunk" "$BACKLOG"); do
+	hi=$((lo + chunk - 1 < BACKLOG ? lo + chunk - 1 : BACKLOG))
+	sql "INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
+	     SELECT 'o8-' || g, 1, 'reserve', 'EXP-1', 1, now() - interval '1 hour'
+	       FROM generate_series($lo, $hi) g" || FAILED=1
+done
+overdue=$(ledger_rows "state = 'PENDING' AND expires_at <= now()")
+check "case 8: the backlog is $BACKLOG overdue reservations (found $overdue)" \
+	"$([ "$overdue" -eq "$BACKLOG" ] && echo t)"
+
+inv_log "case 8: the worker clears it under case 4 load at 32 clients"
+pgbench_once 32 "$EXPIRY_LOAD" "$DIR/pgbench-8-load.log" reserve.sql -D sku=HOT-1 -D prefix=o8l- &
+LOAD_PID=$!
+sleep 1   # let the load ramp up
+EXPIRY_SECS=$(psql_b <<'SQL'
+SELECT clock_timestamp() AS t0 \gset
+ALTER SYSTEM SET inventory.worker_enabled = on;
+SELECT pg_reload_conf() \gset
+SELECT bench_wait_no_overdue(:'t0', 600);
+SQL
+)
+wait "$LOAD_PID" || FAILED=1
+LOAD_TPS=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$DIR/pgbench-8-load.log")
+# did the load run for the whole clearing?
+LOAD_NOTE=
+[ -n "$EXPIRY_SECS" ] && awk -v s="$EXPIRY_SECS" -v d="$EXPIRY_LOAD" 'BEGIN { exit !(s + 1 > d) }' &&
+	LOAD_NOTE=" (the load ended before the backlog was cleared)"
+if [ -n "$EXPIRY_SECS" ]; then
+	EXPIRY_RATE=$(awk -v n="$BACKLOG" -v s="$EXPIRY_SECS" 'BEGIN { printf "%.0f", n / s }')
+else
+	EXPIRY_RATE=FAILED; FAILED=1
+fi
+check "case 8: all $BACKLOG reservations EXPIRED" \
+	"$([ "$(ledger_rows "sku = 'EXP-1' AND state = 'EXPIRED'")" -eq "$BACKLOG" ] && echo t)"
+check "case 8: their units are back on sale" \
+	"$(sql "SELECT inventory.available('EXP-1') = $BACKLOG")"
+sql "ALTER SYSTEM RESET inventory.expire_batch" >/dev/null
+sql "SELECT pg_reload_conf()" >/dev/null
+inv_log "comparing the cache with the tables (inventory.verify())"
+check "cache = tables after cases 4-8 (inventory.verify() is empty)" \
+	"$(sql "SELECT count(*) = 0 FROM inventory.verify()")"
+
+# ---------------------------------------------------------------- case 9: cache load
+inv_log "case 9: $SETTLED settled movements"
+sql "INSERT INTO inventory.sku (sku) VALUES ('LOAD-FULL'), ('LOAD-EMPTY'), ('LOAD-WARM')" >/dev/null
+chunk=$(((SETTLED + 3) / 4))
+for lo in $(seq 1 "$chunk" "$SETTLED"); do
+	hi=$((lo + chunk - 1 < SETTLED ? lo + chunk - 1 : SETTLED))
+	sql "INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+	     SELECT 'o9-' || g, 1, 'restock', 'LOAD-FULL', 1 FROM generate_series($lo, $hi) g" || FAILED=1
+done
+for _ in $(seq 1000); do
+	[ "$(sql "SELECT inventory.fold()")" = 0 ] && break
+done
+check "case 9: LOAD-FULL has $SETTLED movements, all folded" \
+	"$(sql "SELECT count(*) = $SETTLED AND bool_and(folded) FROM inventory.ledger WHERE sku = 'LOAD-FULL'")"
+
+# time_load SKU: "AVAILABLE MS" of the first available() in a new session
+time_load() { psql_b -F ' ' -c "SELECT avail, round(ms::numeric, 3) FROM bench_time_available('$1')"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "") }'; }
+autovacuums() { sql "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relid = 'inventory.ledger'::regclass"; }
+
+# measure_loads PHASE: LOAD_ROUNDS restarts, each timing the first call for
+# both SKUs; sets FULL_MED[PHASE] and EMPTY_MED[PHASE] to the medians.
+declare -A FULL_MED EMPTY_MED
+LOAD_AVAIL=
+measure_loads() {
+	local phase=$1 round s avail ms full=() empty=()
+	sql "CHECKPOINT" >/dev/null   # so the restart does not replay the load
+	for round in $(seq "$LOAD_ROUNDS"); do
+		inv_log "case 9 ($phase): restart $round of $LOAD_ROUNDS"
+		inv_as_pg pg_ctl -D "$DIR/data" -l "$DIR/server.log" -m fast -w restart >/dev/null ||
+			inv_die "the server did not restart"
+		time_load LOAD-WARM >/dev/null   # pays the first session's catalog loading
+		# alternate the order, so neither SKU always goes first
+		for s in $([ $((round % 2)) -eq 1 ] && echo "LOAD-EMPTY LOAD-FULL" || echo "LOAD-FULL LOAD-EMPTY"); do
+			read -r avail ms <<<"$(time_load "$s")"
+			if [ "$s" = LOAD-FULL ]; then
+				full+=("$ms")
+				LOAD_AVAIL+=" $avail"
+			else
+				empty+=("$ms")
+			fi
+		done
+	done
+	FULL_MED[$phase]=$(median "${full[@]}")
+	EMPTY_MED[$phase]=$(median "${empty[@]}")
+}
+# As specified: right after the fold.  The fold updated every row, so until
+# VACUUM the (sku, folded) index still holds an entry per old row version.
+AV_BEFORE=$(autovacuums)
+measure_loads fold
+AV_NOTE=
+[ "$(autovacuums)" = "$AV_BEFORE" ] || AV_NOTE=" (autovacuum processed inventory.ledger meanwhile)"
+# and once VACUUM has removed the dead versions, as autovacuum eventually does
+inv_log "case 9: VACUUM inventory.ledger"
+sql "VACUUM inventory.ledger" >/dev/null
+measure_loads vacuum
+check "case 9: available('LOAD-FULL') = $SETTLED after every restart (got$LOAD_AVAIL)" \
+	"$(echo "$LOAD_AVAIL" | awk -v n="$SETTLED" '{ for (i = 1; i <= NF; i++) if ($i != n) exit 1; if (NF) print "t" }')"
+BYTES=$(sql "SELECT bytes_per_entry FROM inventory.cache_info()")
+for v in "${FULL_MED[@]}" "${EMPTY_MED[@]}" "$BYTES"; do num "$v" || FAILED=1; done
+
+# ---------------------------------------------------------------- the report
+# fmt NUMBER [DECIMALS]: rounded, with thousands separators; anything else as is
+fmt() { if num "${1:-}"; then awk -v v="$1" -v d="${2:-0}" 'BEGIN {
+	s = sprintf("%.*f", d, v); i = index(s, "."); f = i ? substr(s, i) : ""; s = i ? substr(s, 1, i - 1) : s
+	while (length(s) > 3) { f = "," substr(s, length(s) - 2) f; s = substr(s, 1, length(s) - 3) }
+	print s f }'; else echo "${1:-—}"; fi; }
+ratio() { if num "${1:-}" && num "${2:-}" && awk -v b="$2" 'BEGIN { exit !(b > 0) }'; then
+	awk -v a="$1" -v b="$2" 'BEGIN { r = a / b; printf (r < 0.1 ? "%.3f" : "%.2f"), r }'; else echo "—"; fi; }
+verdict() { awk -v m="$1" -v op="$2" -v t="$3" 'BEGIN {
+	if (m !~ /^[0-9.]+$/) { print "—"; exit }
+	ok = (op == ">=") ? m + 0 >= t + 0 : m + 0 <= t + 0; print ok ? "PASS" : "MISS" }'; }
+
+CASE_IDS=(1 1b 2a 2b 2c 2d 2e 3 4 5 6 7)
+declare -A NAME BASE
+NAME[1]="1 floor: SELECT 1"
+NAME[1b]="1b floor: SELECT * FROM a C function returning a row"
+NAME[2a]="2a SQL: conditional UPDATE, one hot row"
+NAME[2b]="2b SQL: UPDATE + ledger INSERT, one transaction"
+NAME[2c]="2c SQL: SELECT FOR UPDATE + UPDATE"
+NAME[2d]="2d SQL: ledger INSERT alone"
+NAME[2e]="2e SQL: INSERT into a copy of inventory.ledger (its 3 indexes)"
+NAME[3]="3 Redis: EVALSHA check-and-DECRBY (in memory)"
+NAME[4]="4 inventory: reserve, hot SKU, succeeds"
+NAME[5]="5 inventory: reserve, hot SKU, sold out"
+NAME[6]="6 inventory: reserve, $(fmt "$NSKUS") SKUs uniform"
+NAME[7]="7 inventory: reserve + confirm/cancel/expire"
+BASE=([1b]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [3]=1 [4]=2b [5]=1 [6]=2b [7]=2b)
+
+report() {
+	local id c b
+	echo "# inventory benchmark"
+	echo
+	echo "Command: \`$CMDLINE\` (run as root from the checkout; $(date -u '+%Y-%m-%d %H:%M UTC'))"
+	echo
+	echo "Machine: $(nproc) cores; $PGVERSION; fdatasync $(fmt "${FSYNC:-}") ops/s" \
+		"(\`pg_test_fsync -s $FSYNC_SECS\` on the cluster's file system)."
+	echo
+	echo "Each run: pgbench -M prepared -j 2, $DURATION s$([ "$WARMUP" -gt 0 ] && echo " after a $WARMUP s warm-up" || echo ", no warm-up"), on one scratch" \
+		"cluster with the server defaults (synchronous_commit = on, fsync = on), plus" \
+		"inventory.max_skus = 200000. TPS are transactions (pgbench script runs) per second; a" \
+		"ratio is TPS divided by the TPS of the named baseline at the same client count."
+	[ -n "$REDIS_NOTE" ] && { echo; echo "$REDIS_NOTE"; }
+	echo
+	echo "## Throughput (TPS)"
+	echo
+	printf '| case |'; for c in $CLIENTS; do printf ' %s client%s |' "$c" "$([ "$c" -gt 1 ] && echo s)"; done; echo
+	printf '|---|'; for c in $CLIENTS; do printf -- '---:|'; done; echo
+	for id in "${CASE_IDS[@]}"; do
+		printf '| %s |' "${NAME[$id]}"
+		for c in $CLIENTS; do printf ' %s |' "$(fmt "${TPS[$id/$c]:-}")"; done; echo
+	done
+	echo
+	echo "## Each case and client count"
+	echo
+	echo "| case | clients | TPS | mean latency (ms) | ratio | baseline |"
+	echo "|---|---:|---:|---:|---:|---|"
+	for id in "${CASE_IDS[@]}"; do
+		b=${BASE[$id]:-}
+		for c in $CLIENTS; do
+			printf '| %s | %s | %s | %s | %s | %s |\n' "${NAME[$id]}" "$c" \
+				"$(fmt "${TPS[$id/$c]:-}")" "$(fmt "${LAT[$id/$c]:-}" 3)" \
+				"$([ -n "$b" ] && ratio "${TPS[$id/$c]:-}" "${TPS[$b/$c]:-}" || echo —)" \
+				"$([ -n "$b" ] && echo "case $b" || echo —)"
+		done
+	done
+	echo
+	echo "## 8: expiry backlog"
+	echo
+	echo "$(fmt "$BACKLOG") overdue PENDING reservations (inserted with the worker off) cleared by the" \
+		"worker (inventory.expire_batch = 10000) while case 4 runs at 32 clients; timed from" \
+		"switching inventory.worker_enabled on until no overdue PENDING row is left (polled every 50 ms)."
+	echo
+	echo "| backlog | seconds | rows/s | case 4 TPS at 32 clients meanwhile |"
+	echo "|---:|---:|---:|---:|"
+	echo "| $(fmt "$BACKLOG") | $(fmt "${EXPIRY_SECS:-FAILED}" 2) | $(fmt "$EXPIRY_RATE") | $(fmt "${LOAD_TPS:-}")$LOAD_NOTE |"
+	echo
+	echo "## 9: cache load after restart"
+	echo
+	echo "First \`inventory.available(sku)\` in a fresh session after a server restart, timed on the" \
+		"server; median of $LOAD_ROUNDS restart(s). LOAD-FULL has $(fmt "$SETTLED") restock movements of 1 unit," \
+		"all settled and folded (\`inventory.fold()\` until 0); LOAD-EMPTY has none. Measured right after" \
+		"the fold$AV_NOTE, then again after \`VACUUM inventory.ledger\`."
+	echo
+	echo "| when | LOAD-EMPTY (ms) | LOAD-FULL (ms) | ratio |"
+	echo "|---|---:|---:|---:|"
+	echo "| right after the fold | $(fmt "${EMPTY_MED[fold]}" 3) | $(fmt "${FULL_MED[fold]}" 3) | $(ratio "${FULL_MED[fold]}" "${EMPTY_MED[fold]}") |"
+	echo "| after VACUUM | $(fmt "${EMPTY_MED[vacuum]}" 3) | $(fmt "${FULL_MED[vacuum]}" 3) | $(ratio "${FULL_MED[vacuum]}" "${EMPTY_MED[vacuum]}") |"
+	echo
+	echo "Shared memory per cached SKU (\`inventory.cache_info()\`): $BYTES bytes."
+	echo
+	echo "## Targets (at $TC clients)"
+	echo
+	echo "| target | measured | result |"
+	echo "|---|---:|---|"
+	local r
+	r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2b/$TC]:-}"); echo "| case 4 ≥ 10× case 2b | ${r}× | $(verdict "$r" '>=' 10) |"
+	r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2d/$TC]:-}"); echo "| case 4 ≥ 0.8× case 2d | ${r}× | $(verdict "$r" '>=' 0.8) |"
+	r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2e/$TC]:-}"); echo "| (case 4 / case 2e: a reserve against the bare insert of its own row) | ${r}× | — |"
+	r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1/$TC]:-}"); echo "| case 5 ≥ 0.9× case 1 | ${r}× | $(verdict "$r" '>=' 0.9) |"
+	r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1b/$TC]:-}"); echo "| (case 5 / case 1b: a refusal against the floor of its call form) | ${r}× | — |"
+	r=$(ratio "${TPS[6/$TC]:-}" "${TPS[2b/$TC]:-}"); echo "| case 6 ≥ 1.0× case 2b | ${r}× | $(verdict "$r" '>=' 1.0) |"
+	echo "| case 8 ≥ 20,000 rows/s | $(fmt "$EXPIRY_RATE") | $(verdict "$EXPIRY_RATE" '>=' 20000) |"
+	r=$(ratio "${FULL_MED[fold]}" "${EMPTY_MED[fold]}"); echo "| case 9 load ratio about 1 (≤ 2), right after the fold | ${r}× | $(verdict "$r" '<=' 2) |"
+	r=$(ratio "${FULL_MED[vacuum]}" "${EMPTY_MED[vacuum]}"); echo "| case 9 load ratio about 1 (≤ 2), after VACUUM | ${r}× | $(verdict "$r" '<=' 2) |"
+	echo "| case 9 bytes per SKU ≤ 256 | $BYTES | $(verdict "$BYTES" '<=' 256) |"
+	echo
+	echo "## Checks"
+	echo
+	echo "| check | result |"
+	echo "|---|---|"
+	printf '%s\n' "${CHECKS[@]}"
+}
+
+# every case must have produced a number
+for id in "${CASE_IDS[@]}"; do
+	for c in $CLIENTS; do
+		v=${TPS[$id/$c]:-}
+		num "$v" || [ "$v" = skipped ] || { FAILED=1; inv_log "case $id at $c clients produced no number"; }
+	done
+done
+
+mkdir -p "$(dirname "$OUT")"
+report | tee "$OUT"
+inv_log "report written to $OUT"
+[ "$FAILED" -eq 0 ]
