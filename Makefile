@@ -8,6 +8,7 @@ OBJS = \
 	src/inventory.o \
 	src/state.o \
 	src/catalog.o \
+	src/spi.o \
 	src/ledger.o \
 	src/cache.o \
 	src/xact.o \

@@ -266,32 +266,37 @@ CREATE FUNCTION inventory.reserve(sku text, qty bigint, order_id text,
 								  ttl interval DEFAULT NULL,
 								  expected_version bigint DEFAULT NULL)
 	RETURNS inventory.result
-	AS 'MODULE_PATHNAME', 'inventory_reserve' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+	AS 'MODULE_PATHNAME', 'inventory_reserve' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
 COMMENT ON FUNCTION inventory.reserve(text, bigint, text, integer, interval, bigint) IS
 	'hold qty units of sku for (order_id, batch_id) until confirm, cancel or expiry';
 
 CREATE FUNCTION inventory.confirm(order_id text, batch_id integer DEFAULT 1)
 	RETURNS inventory.result
-	AS 'MODULE_PATHNAME', 'inventory_confirm' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+	AS 'MODULE_PATHNAME', 'inventory_confirm' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
 COMMENT ON FUNCTION inventory.confirm(text, integer) IS
 	'confirm a PENDING reservation: its units leave on_hand';
 
 CREATE FUNCTION inventory.cancel(order_id text, batch_id integer DEFAULT 1)
 	RETURNS inventory.result
-	AS 'MODULE_PATHNAME', 'inventory_cancel' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+	AS 'MODULE_PATHNAME', 'inventory_cancel' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
 COMMENT ON FUNCTION inventory.cancel(text, integer) IS
 	'cancel a PENDING reservation: its units go back on sale';
 
 CREATE FUNCTION inventory.extend(order_id text, batch_id integer, ttl interval)
 	RETURNS inventory.result
-	AS 'MODULE_PATHNAME', 'inventory_extend' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+	AS 'MODULE_PATHNAME', 'inventory_extend' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
 COMMENT ON FUNCTION inventory.extend(text, integer, interval) IS
 	'move the expiry of a PENDING reservation to now + ttl';
 
 CREATE FUNCTION inventory.restock(sku text, qty bigint, order_id text,
 								  batch_id integer DEFAULT 1)
 	RETURNS inventory.result
-	AS 'MODULE_PATHNAME', 'inventory_restock' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+	AS 'MODULE_PATHNAME', 'inventory_restock' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
 COMMENT ON FUNCTION inventory.restock(text, bigint, text, integer) IS
 	'add qty units to sku, creating the SKU on first use';
 
@@ -299,28 +304,33 @@ CREATE FUNCTION inventory.adjust(sku text, on_hand bigint, order_id text,
 								 batch_id integer DEFAULT 1,
 								 expected_version bigint DEFAULT NULL)
 	RETURNS inventory.result
-	AS 'MODULE_PATHNAME', 'inventory_adjust' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+	AS 'MODULE_PATHNAME', 'inventory_adjust' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
 COMMENT ON FUNCTION inventory.adjust(text, bigint, text, integer, bigint) IS
 	'stocktake: set the on_hand of sku to a counted value';
 
 CREATE FUNCTION inventory.available(sku text) RETURNS bigint
-	AS 'MODULE_PATHNAME', 'inventory_available' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+	AS 'MODULE_PATHNAME', 'inventory_available' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
 COMMENT ON FUNCTION inventory.available(text) IS
 	'units of sku available now, from shared memory (not bound to the caller''s snapshot)';
 
 CREATE FUNCTION inventory.expire(max_rows integer DEFAULT NULL) RETURNS bigint
-	AS 'MODULE_PATHNAME', 'inventory_expire' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+	AS 'MODULE_PATHNAME', 'inventory_expire' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
 COMMENT ON FUNCTION inventory.expire(integer) IS
 	'expire overdue PENDING reservations now, oldest first; returns how many';
 
 CREATE FUNCTION inventory.fold(max_rows integer DEFAULT NULL) RETURNS bigint
-	AS 'MODULE_PATHNAME', 'inventory_fold' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+	AS 'MODULE_PATHNAME', 'inventory_fold' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
 COMMENT ON FUNCTION inventory.fold(integer) IS
 	'move the effect of settled movements into inventory.sku now (the worker does it too); returns how many';
 
 CREATE FUNCTION inventory.verify()
 	RETURNS TABLE (sku text, what text, cached bigint, truth bigint)
-	AS 'MODULE_PATHNAME', 'inventory_verify' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+	AS 'MODULE_PATHNAME', 'inventory_verify' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
 COMMENT ON FUNCTION inventory.verify() IS
 	'one row for every counter where the cache differs from the tables; empty means consistent';
 
@@ -372,8 +382,34 @@ COMMENT ON VIEW inventory.worker_status IS
 	'the background worker of each served database: last run, rows expired and folded, lag';
 
 ------------------------------------------------------------------------------
--- Privileges: nothing for PUBLIC but the type and its support functions
+-- Privileges
+--
+-- Two roles, shared by every database of the server, each granted what it
+-- needs in every database where the extension is created:
+--   inventory_app    reserve, confirm, cancel, extend; read available and
+--                    inventory.stock
+--   inventory_admin  all of inventory_app, and restock, adjust, verify,
+--                    expire, fold, the statistics, and direct DML on the
+--                    tables (which the trigger still checks)
+-- PUBLIC gets the schema's names, the state type and its functions, and
+-- nothing else.  The functions that touch the tables are SECURITY DEFINER:
+-- the roles need no privilege on the tables themselves.  Every statement
+-- they run is schema-qualified and runs with search_path pinned (spi.c).
 ------------------------------------------------------------------------------
+
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'inventory_app') THEN
+		CREATE ROLE inventory_app NOLOGIN;
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'inventory_admin') THEN
+		CREATE ROLE inventory_admin NOLOGIN;
+	END IF;
+	IF NOT pg_catalog.pg_has_role('inventory_admin', 'inventory_app', 'MEMBER') THEN
+		GRANT inventory_app TO inventory_admin;
+	END IF;
+END
+$$;
 
 REVOKE ALL ON TABLE inventory.sku, inventory.ledger FROM PUBLIC;
 REVOKE ALL ON inventory.stock, inventory.sku_stats, inventory.worker_status FROM PUBLIC;
@@ -391,5 +427,32 @@ REVOKE EXECUTE ON FUNCTION
 	inventory.worker_status(),
 	inventory.sku_stats(),
 	inventory.stats_reset(),
-	inventory.cache_info()
+	inventory.cache_info(),
+	inventory.enforce()
 FROM PUBLIC;
+
+GRANT USAGE ON SCHEMA inventory TO PUBLIC;
+
+GRANT EXECUTE ON FUNCTION
+	inventory.reserve(text, bigint, text, integer, interval, bigint),
+	inventory.confirm(text, integer),
+	inventory.cancel(text, integer),
+	inventory.extend(text, integer, interval),
+	inventory.available(text)
+TO inventory_app;
+GRANT SELECT ON inventory.stock TO inventory_app;
+
+GRANT EXECUTE ON FUNCTION
+	inventory.restock(text, bigint, text, integer),
+	inventory.adjust(text, bigint, text, integer, bigint),
+	inventory.expire(integer),
+	inventory.fold(integer),
+	inventory.verify(),
+	inventory.worker_status(),
+	inventory.sku_stats(),
+	inventory.stats_reset(),
+	inventory.cache_info()
+TO inventory_admin;
+GRANT SELECT ON inventory.sku_stats, inventory.worker_status TO inventory_admin;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE inventory.sku, inventory.ledger
+	TO inventory_admin;

@@ -38,56 +38,48 @@
 #include "inventory.h"
 #include "ledger.h"
 #include "state.h"
+#include "spi.h"
 #include "xact.h"
 
-/* ---- prepared statements ---- */
-
-typedef struct Stmt
-{
-	const char *sql;
-	int			nargs;
-	Oid			argtypes[5];
-	SPIPlanPtr	plan;
-	uint64		epoch;
-} Stmt;
+/* ---- statements ---- */
 
 #define KEY_IS \
 	" order_id OPERATOR(pg_catalog.=) $1 AND batch_id OPERATOR(pg_catalog.=) $2" \
 	" AND kind OPERATOR(pg_catalog.=) 'reserve'" \
 	" AND state OPERATOR(pg_catalog.=) 'PENDING'"
 
-static Stmt insert_sku = {
+static InvStmt insert_sku = {
 	"INSERT INTO inventory.sku (sku) VALUES ($1) ON CONFLICT (sku) DO NOTHING",
 	1, {TEXTOID}
 };
 
-static Stmt lock_sku = {
+static InvStmt lock_sku = {
 	"SELECT 1 FROM inventory.sku WHERE sku OPERATOR(pg_catalog.=) $1"
 	" FOR NO KEY UPDATE",
 	1, {TEXTOID}
 };
 
-static Stmt confirm_pending = {
+static InvStmt confirm_pending = {
 	"UPDATE inventory.ledger SET state = 'CONFIRMED' WHERE" KEY_IS
 	" AND expires_at OPERATOR(pg_catalog.>) $3"
 	" RETURNING sku, qty, expires_at",
 	3, {TEXTOID, INT4OID, TIMESTAMPTZOID}
 };
 
-static Stmt cancel_pending = {
+static InvStmt cancel_pending = {
 	"UPDATE inventory.ledger SET state = 'CANCELLED' WHERE" KEY_IS
 	" RETURNING sku, qty, expires_at",
 	2, {TEXTOID, INT4OID}
 };
 
-static Stmt extend_pending = {
+static InvStmt extend_pending = {
 	"UPDATE inventory.ledger SET expires_at = $4 WHERE" KEY_IS
 	" AND expires_at OPERATOR(pg_catalog.>) $3"
 	" RETURNING sku, qty, expires_at",
 	4, {TEXTOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 };
 
-static Stmt expire_one = {
+static InvStmt expire_one = {
 	"UPDATE inventory.ledger SET state = 'EXPIRED' WHERE" KEY_IS
 	" AND expires_at OPERATOR(pg_catalog.<=) $3",
 	3, {TEXTOID, INT4OID, TIMESTAMPTZOID}
@@ -97,7 +89,7 @@ static Stmt expire_one = {
  * Lock a batch of overdue reservations, skipping those a buyer is confirming
  * or cancelling right now, and expire them.
  */
-static Stmt expire_batch = {
+static InvStmt expire_batch = {
 	"UPDATE inventory.ledger SET state = 'EXPIRED'"
 	" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 	"   SELECT ctid FROM inventory.ledger"
@@ -107,35 +99,6 @@ static Stmt expire_batch = {
 	" AND state OPERATOR(pg_catalog.=) 'PENDING'",
 	2, {TIMESTAMPTZOID, INT8OID}
 };
-
-/* Runs a statement; the caller is connected to SPI. */
-static uint64
-Exec(Stmt *stmt, Datum *values, const char *nulls)
-{
-	const InvCatalog *cat = InvGetCatalog();
-	int			rc;
-
-	if (stmt->plan == NULL || stmt->epoch != cat->epoch)
-	{
-		SPIPlanPtr	plan;
-
-		if (stmt->plan)
-			SPI_freeplan(stmt->plan);
-		stmt->plan = NULL;
-		plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
-		if (plan == NULL)
-			elog(ERROR, "could not prepare \"%s\": %s", stmt->sql,
-				 SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		stmt->plan = plan;
-		stmt->epoch = cat->epoch;
-	}
-	rc = SPI_execute_plan(stmt->plan, values, nulls, false, 0);
-	if (rc < 0)
-		elog(ERROR, "could not run \"%s\": %s", stmt->sql,
-			 SPI_result_code_string(rc));
-	return SPI_processed;
-}
 
 /* ---- arguments ---- */
 
@@ -500,6 +463,7 @@ SettleCall(FunctionCallInfo fcinfo, SettleOp op)
 	TimestampTz now = GetCurrentStatementStartTimestamp();
 	TimestampTz new_expires = 0;
 	Outcome		o;
+	int			spi;
 
 	if (op == OP_EXTEND)
 	{
@@ -514,7 +478,7 @@ SettleCall(FunctionCallInfo fcinfo, SettleOp op)
 	for (int attempt = 0;; attempt++)
 	{
 		Datum		values[4];
-		Stmt	   *stmt;
+		InvStmt    *stmt;
 		LedgerMovement m;
 
 		values[0] = PointerGetDatum(order_id);
@@ -524,8 +488,8 @@ SettleCall(FunctionCallInfo fcinfo, SettleOp op)
 		stmt = op == OP_CONFIRM ? &confirm_pending :
 			op == OP_CANCEL ? &cancel_pending : &extend_pending;
 
-		SPI_connect();
-		if (Exec(stmt, values, NULL) == 1)
+		spi = InvSpiConnect();
+		if (InvStmtRun(stmt, values, NULL, false, 0) == 1)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[0];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
@@ -544,10 +508,10 @@ SettleCall(FunctionCallInfo fcinfo, SettleOp op)
 				op == OP_CANCEL ? INV_CANCELLED : INV_PENDING;
 			o.has_expires_at = true;
 			o.expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
-			SPI_finish();
+			InvSpiFinish(spi);
 			break;
 		}
-		SPI_finish();
+		InvSpiFinish(spi);
 
 		if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
 								batch_id, &m))
@@ -570,9 +534,9 @@ SettleCall(FunctionCallInfo fcinfo, SettleOp op)
 		{
 			uint64		expired;
 
-			SPI_connect();
-			expired = Exec(&expire_one, values, NULL);
-			SPI_finish();
+			spi = InvSpiConnect();
+			expired = InvStmtRun(&expire_one, values, NULL, false, 0);
+			InvSpiFinish(spi);
 			if (expired == 1)
 			{
 				o.state = INV_EXPIRED;
@@ -650,10 +614,11 @@ inventory_restock(PG_FUNCTION_ARGS)
 	if (!PendingSkuExists(&key))
 	{
 		Datum		arg = PointerGetDatum(sku);
+		int			spi;
 
-		SPI_connect();
-		Exec(&insert_sku, &arg, NULL);
-		SPI_finish();
+		spi = InvSpiConnect();
+		InvStmtRun(&insert_sku, &arg, NULL, false, 0);
+		InvSpiFinish(spi);
 	}
 
 	memset(&n, 0, sizeof(n));
@@ -694,6 +659,7 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	uint64		found;
 	int64		delta;
 	InvAdmit	admit;
+	int			spi;
 
 	memset(&o, 0, sizeof(o));
 	o.sku = text_to_cstring(sku);
@@ -708,9 +674,9 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	}
 
 	/* stocktakes of one SKU take turns, so each counts from the last */
-	SPI_connect();
-	found = Exec(&lock_sku, &arg, NULL);
-	SPI_finish();
+	spi = InvSpiConnect();
+	found = InvStmtRun(&lock_sku, &arg, NULL, false, 0);
+	InvSpiFinish(spi);
 	if (found == 0)
 	{
 		o.status = "unknown_sku";
@@ -771,14 +737,15 @@ ExpireOverdue(int64 max_rows)
 	Datum		values[2];
 	char		nulls[3] = "  ";
 	uint64		n;
+	int			spi;
 
 	values[0] = TimestampTzGetDatum(GetCurrentStatementStartTimestamp());
 	values[1] = Int64GetDatum(max_rows);
 	if (max_rows < 0)
 		nulls[1] = 'n';
-	SPI_connect();
-	n = Exec(&expire_batch, values, nulls);
-	SPI_finish();
+	spi = InvSpiConnect();
+	n = InvStmtRun(&expire_batch, values, nulls, false, 0);
+	InvSpiFinish(spi);
 	return (int64) n;
 }
 

@@ -20,19 +20,19 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 
-#include "catalog.h"
 #include "fold.h"
+#include "spi.h"
 
 /* Folds up to $1 settled movements chosen by WHERE (with $2 where used). */
 #define FOLD_SQL(WHERE) \
 	"WITH batch AS (" \
 	"  SELECT ctid FROM inventory.ledger" \
-	"   WHERE " WHERE " AND NOT folded AND state IS DISTINCT FROM 'PENDING'" \
+	"   WHERE " WHERE " AND NOT folded" \
+	"   AND (state IS NULL OR state OPERATOR(pg_catalog.<>) 'PENDING')" \
 	"   LIMIT $1 FOR UPDATE SKIP LOCKED" \
 	"), marked AS (" \
 	"  UPDATE inventory.ledger l SET folded = true" \
@@ -55,18 +55,10 @@
 
 bool		inv_folding = false;
 
-typedef struct FoldStmt
-{
-	const char *sql;
-	int			nargs;
-	SPIPlanPtr	plan;
-	uint64		epoch;
-} FoldStmt;
-
 /* the worker's: the SKUs the cache says have settled movements */
-static FoldStmt fold_skus = {FOLD_SQL("sku OPERATOR(pg_catalog.=) ANY ($2)"), 2};
+static InvStmt fold_skus = {FOLD_SQL("sku OPERATOR(pg_catalog.=) ANY ($2)"), 2, {INT8OID, TEXTARRAYOID}};
 /* inventory.fold()'s: every SKU */
-static FoldStmt fold_all = {FOLD_SQL("true"), 1};
+static InvStmt fold_all = {FOLD_SQL("true"), 1, {INT8OID}};
 
 /*
  * Folds up to max_rows settled movements (all when negative) of the given
@@ -75,30 +67,13 @@ static FoldStmt fold_all = {FOLD_SQL("true"), 1};
 int64
 FoldSettled(char **skus, int nskus, int64 max_rows)
 {
-	const InvCatalog *cat = InvGetCatalog();
-	FoldStmt   *stmt = skus ? &fold_skus : &fold_all;
+	InvStmt    *stmt = skus ? &fold_skus : &fold_all;
 	Datum		args[2];
 	char		nulls[3] = {max_rows < 0 ? 'n' : ' ', ' ', '\0'};
 	int64		folded = 0;
+	int			spi;
 
-	SPI_connect();
-	if (stmt->plan == NULL || stmt->epoch != cat->epoch)
-	{
-		Oid			argtypes[2] = {INT8OID, TEXTARRAYOID};
-		SPIPlanPtr	p;
-
-		if (stmt->plan)
-			SPI_freeplan(stmt->plan);
-		stmt->plan = NULL;
-		p = SPI_prepare(stmt->sql, stmt->nargs, argtypes);
-		if (p == NULL)
-			elog(ERROR, "could not prepare the fold: %s",
-				 SPI_result_code_string(SPI_result));
-		SPI_keepplan(p);
-		stmt->plan = p;
-		stmt->epoch = cat->epoch;
-	}
-
+	spi = InvSpiConnect();
 	args[0] = Int64GetDatum(max_rows);
 	if (skus)
 	{
@@ -114,8 +89,7 @@ FoldSettled(char **skus, int nskus, int64 max_rows)
 	{
 		bool		isnull;
 
-		if (SPI_execute_plan(stmt->plan, args, nulls, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not fold settled movements");
+		InvStmtRun(stmt, args, nulls, false, 1);
 		folded = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											 SPI_tuptable->tupdesc, 1, &isnull));
 	}
@@ -124,7 +98,7 @@ FoldSettled(char **skus, int nskus, int64 max_rows)
 		inv_folding = false;
 	}
 	PG_END_TRY();
-	SPI_finish();
+	InvSpiFinish(spi);
 	return folded;
 }
 

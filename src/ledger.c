@@ -35,6 +35,7 @@
 
 #include "catalog.h"
 #include "ledger.h"
+#include "spi.h"
 
 static const char *const kind_names[] = {
 	[INV_KIND_RESERVE] = "reserve",
@@ -295,43 +296,23 @@ LedgerInsert(const LedgerNew *m)
  * settled movements not folded yet, if asked.  Returns false when the SKU
  * does not exist.
  */
+static InvStmt read_truth = {
+	"SELECT st.on_hand, st.reserved, st.version,"
+	" (SELECT pg_catalog.count(*) FROM inventory.ledger l"
+	"   WHERE l.sku OPERATOR(pg_catalog.=) $1 AND NOT l.folded"
+	"   AND (l.state IS NULL OR l.state OPERATOR(pg_catalog.<>) 'PENDING'))"
+	" FROM inventory.stock st WHERE st.sku OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
 bool
 LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 {
-	static SPIPlanPtr plan = NULL;
-	static uint64 plan_epoch = 0;
-	const InvCatalog *cat = InvGetCatalog();
 	Datum		arg = CStringGetTextDatum(sku);
+	int			spi = InvSpiConnect();
 	bool		found;
 
-	SPI_connect();
-	if (plan == NULL || plan_epoch != cat->epoch)
-	{
-		Oid			argtypes[1] = {TEXTOID};
-		SPIPlanPtr	p;
-
-		if (plan)
-			SPI_freeplan(plan);
-		plan = NULL;
-		p = SPI_prepare("SELECT st.on_hand, st.reserved, st.version,"
-						" (SELECT pg_catalog.count(*) FROM inventory.ledger l"
-						"   WHERE l.sku OPERATOR(pg_catalog.=) $1 AND NOT l.folded"
-						"   AND l.state IS DISTINCT FROM 'PENDING')"
-						" FROM inventory.stock st WHERE st.sku OPERATOR(pg_catalog.=) $1",
-						1, argtypes);
-		if (p == NULL)
-			elog(ERROR, "could not prepare the stock query: %s",
-				 SPI_result_code_string(SPI_result));
-		SPI_keepplan(p);
-		plan = p;
-		plan_epoch = cat->epoch;
-	}
-
-	if (SPI_execute_snapshot(plan, &arg, NULL, GetLatestSnapshot(),
-							 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the stock of SKU \"%s\"", sku);
-
-	found = SPI_processed == 1;
+	found = InvStmtRun(&read_truth, &arg, NULL, true, 1) == 1;
 	if (found)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[0];
@@ -350,8 +331,7 @@ LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 		if (unfolded)
 			*unfolded = 0;
 	}
-
-	SPI_finish();
+	InvSpiFinish(spi);
 	return found;
 }
 

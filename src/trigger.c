@@ -31,6 +31,7 @@
 #include "fold.h"
 #include "inventory.h"
 #include "ledger.h"
+#include "spi.h"
 #include "state.h"
 #include "xact.h"
 
@@ -415,24 +416,20 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
  * Does the SKU have any ledger rows?  Read with a fresh snapshot: a movement
  * committed after this statement began must count, at any isolation level.
  */
+static InvStmt sku_movements = {
+	"SELECT 1 FROM inventory.ledger WHERE sku OPERATOR(pg_catalog.=) $1 LIMIT 1",
+	1, {TEXTOID}
+};
+
 static bool
 SkuHasMovements(const char *sku)
 {
 	Datum		arg = CStringGetTextDatum(sku);
-	Oid			argtype = TEXTOID;
-	SPIPlanPtr	plan;
+	int			spi = InvSpiConnect();
 	bool		found;
 
-	SPI_connect();
-	plan = SPI_prepare("SELECT 1 FROM inventory.ledger"
-					   " WHERE sku OPERATOR(pg_catalog.=) $1 LIMIT 1",
-					   1, &argtype);
-	if (plan == NULL ||
-		SPI_execute_snapshot(plan, &arg, NULL, GetLatestSnapshot(),
-							 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look for the movements of sku \"%s\"", sku);
-	found = SPI_processed > 0;
-	SPI_finish();
+	found = InvStmtRun(&sku_movements, &arg, NULL, true, 1) > 0;
+	InvSpiFinish(spi);
 	return found;
 }
 

@@ -23,6 +23,7 @@
 
 #include "cache.h"
 #include "ledger.h"
+#include "spi.h"
 #include "xact.h"
 
 #define VERIFY_RETRIES 5
@@ -33,12 +34,16 @@ typedef struct TruthEntry
 	InvEffect	truth;
 } TruthEntry;
 
+static InvStmt all_truth = {
+	"SELECT sku, on_hand, reserved, version FROM inventory.stock", 0
+};
+
 static HTAB *
 ReadAllTruth(void)
 {
 	HASHCTL		ctl;
 	HTAB	   *truth;
-	SPIPlanPtr	plan;
+	int			spi;
 
 	ctl.keysize = INV_SKU_MAXLEN + 1;
 	ctl.entrysize = sizeof(TruthEntry);
@@ -46,14 +51,8 @@ ReadAllTruth(void)
 	truth = hash_create("inventory truth", 1024, &ctl,
 						HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 
-	SPI_connect();
-	plan = SPI_prepare("SELECT sku, on_hand, reserved, version FROM inventory.stock",
-					   0, NULL);
-	if (plan == NULL ||
-		SPI_execute_snapshot(plan, NULL, NULL, GetLatestSnapshot(),
-							 InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read inventory.stock");
-
+	spi = InvSpiConnect();
+	InvStmtRun(&all_truth, NULL, NULL, true, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -69,7 +68,7 @@ ReadAllTruth(void)
 		e->truth.reserved = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 		e->truth.version = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 	}
-	SPI_finish();
+	InvSpiFinish(spi);
 	return truth;
 }
 

@@ -36,6 +36,7 @@
 #include "fold.h"
 #include "inventory.h"
 #include "launcher.h"
+#include "spi.h"
 
 /* SKUs folded together in one statement */
 #define FOLD_SKUS	1000
@@ -48,17 +49,22 @@ ExtensionPresent(void)
 	return OidIsValid(get_extension_oid("inventory", true));
 }
 
+static InvStmt oldest_overdue = {
+	"SELECT pg_catalog.min(expires_at) FROM inventory.ledger"
+	" WHERE NOT folded"
+	" AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp()"
+	" AND state OPERATOR(pg_catalog.=) 'PENDING'",
+	0
+};
+
 /* The expires_at of the oldest reservation still overdue, or 0. */
 static TimestampTz
 OldestOverdue(void)
 {
 	TimestampTz result = 0;
+	int			spi = InvSpiConnect();
 
-	if (SPI_execute("SELECT min(expires_at) FROM inventory.ledger"
-					" WHERE NOT folded"
-					" AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp()"
-					" AND state OPERATOR(pg_catalog.=) 'PENDING'",
-					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	if (InvStmtRun(&oldest_overdue, NULL, NULL, false, 1) == 1)
 	{
 		bool		isnull;
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -66,6 +72,7 @@ OldestOverdue(void)
 		if (!isnull)
 			result = DatumGetTimestampTz(d);
 	}
+	InvSpiFinish(spi);
 	return result;
 }
 
@@ -110,9 +117,7 @@ WorkerRound(void)
 		if (nskus > 0)
 			folded = FoldSettled(skus, nskus, inv_fold_batch);
 	}
-	SPI_connect();
 	oldest = OldestOverdue();
-	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 

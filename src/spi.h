@@ -1,0 +1,27 @@
+/*
+ * spi.h
+ *	  Running the extension's own SQL.
+ */
+#ifndef INVENTORY_SPI_H
+#define INVENTORY_SPI_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+
+/* A statement of the extension, prepared once per backend and schema. */
+typedef struct InvStmt
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[5];
+	SPIPlanPtr	plan;			/* kept for the backend's life */
+	uint64		epoch;			/* catalog epoch the plan was made in */
+} InvStmt;
+
+extern int	InvSpiConnect(void);
+extern void InvSpiFinish(int level);
+extern uint64 InvStmtRun(InvStmt *stmt, Datum *values, const char *nulls,
+						 bool latest, long count);
+
+#endif							/* INVENTORY_SPI_H */
