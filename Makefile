@@ -7,6 +7,7 @@ MODULE_big = inventory
 OBJS = \
 	src/inventory.o \
 	src/state.o \
+	src/state_parse.o \
 	src/catalog.o \
 	src/spi.o \
 	src/ledger.o \

@@ -15,20 +15,13 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "libpq/pqformat.h"
-#include "parser/scansup.h"
 #include "utils/builtins.h"
 
 #include "state.h"
+#include "state_parse.h"
 
-static const char *const state_names[] = {
-	[INV_PENDING] = "PENDING",
-	[INV_CONFIRMED] = "CONFIRMED",
-	[INV_CANCELLED] = "CANCELLED",
-	[INV_EXPIRED] = "EXPIRED",
-};
-
-#define INV_STATE_FIRST INV_PENDING
-#define INV_STATE_LAST	INV_EXPIRED
+StaticAssertDecl(INV_PENDING == INV_STATE_FIRST && INV_EXPIRED == INV_STATE_LAST,
+				 "state codes must match state_parse.c");
 
 static InvState
 CheckedState(Datum d)
@@ -45,7 +38,7 @@ InvStateName(InvState state)
 {
 	if (state < INV_STATE_FIRST || state > INV_STATE_LAST)
 		elog(ERROR, "invalid inventory.state code %d", (int) state);
-	return state_names[state];
+	return inv_state_names[state];
 }
 
 bool
@@ -64,29 +57,15 @@ InvStateCanTransition(InvState from, InvState to)
 static InvState
 ParseState(const char *str, int len)
 {
-	const char *start = str;
-	const char *end = str + len;
+	int			s = inv_state_parse(str, len);
 
-	while (start < end && scanner_isspace((unsigned char) *start))
-		start++;
-	while (end > start && scanner_isspace((unsigned char) end[-1]))
-		end--;
-
-	for (int s = INV_STATE_FIRST; s <= INV_STATE_LAST; s++)
-	{
-		size_t		n = strlen(state_names[s]);
-
-		if ((size_t) (end - start) == n &&
-			pg_strncasecmp(start, state_names[s], n) == 0)
-			return (InvState) s;
-	}
-
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-			 errmsg("invalid input value for type inventory.state: \"%.*s\"",
-					len, str),
-			 errdetail("Valid values are PENDING, CONFIRMED, CANCELLED and EXPIRED, in any case.")));
-	pg_unreachable();
+	if (s == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input value for type inventory.state: \"%.*s\"",
+						len, str),
+				 errdetail("Valid values are PENDING, CONFIRMED, CANCELLED and EXPIRED, in any case.")));
+	return (InvState) s;
 }
 
 PG_FUNCTION_INFO_V1(state_in);
@@ -102,7 +81,7 @@ PG_FUNCTION_INFO_V1(state_out);
 Datum
 state_out(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_CSTRING(pstrdup(state_names[CheckedState(PG_GETARG_DATUM(0))]));
+	PG_RETURN_CSTRING(pstrdup(inv_state_names[CheckedState(PG_GETARG_DATUM(0))]));
 }
 
 PG_FUNCTION_INFO_V1(state_recv);
@@ -124,7 +103,7 @@ PG_FUNCTION_INFO_V1(state_send);
 Datum
 state_send(PG_FUNCTION_ARGS)
 {
-	const char *name = state_names[CheckedState(PG_GETARG_DATUM(0))];
+	const char *name = inv_state_names[CheckedState(PG_GETARG_DATUM(0))];
 	StringInfoData buf;
 
 	pq_begintypsend(&buf);
