@@ -39,6 +39,15 @@ SELECT * FROM inventory.reserve('I-ONE', 1, 'i-1', ttl => '-5 minutes');
 SELECT * FROM inventory.reserve('I-ONE', 1, 'i-1', ttl => '1 day -25 hours');
 SELECT * FROM inventory.extend('i-1', 1, '-1 second');
 
+-- a read-only transaction can read but not reserve
+BEGIN READ ONLY;
+SELECT inventory.available('I-ONE');
+SELECT * FROM inventory.reserve('I-ONE', 1, 'i-ro');
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT * FROM inventory.confirm('i-ro');
+ROLLBACK;
+
 -- the messages a person reads
 \set VERBOSITY default
 SELECT * FROM inventory.reserve('I-ONE', 0, 'i-1');

@@ -25,6 +25,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/fmgrprotos.h"
@@ -101,6 +102,17 @@ static InvStmt expire_batch = {
 };
 
 /* ---- arguments ---- */
+
+/*
+ * A call that may write refuses at once in a read-only transaction and on a
+ * standby, with the server's usual errors, before it takes any hold.
+ */
+static void
+CheckWritable(const char *call)
+{
+	PreventCommandIfReadOnly(call);
+	PreventCommandDuringRecovery(call);
+}
 
 static text *
 ArgText(FunctionCallInfo fcinfo, int n, const char *name)
@@ -371,6 +383,8 @@ inventory_reserve(PG_FUNCTION_ARGS)
 	InvAdmit	admit;
 	LedgerMovement m;
 
+	CheckWritable("inventory.reserve()");
+
 	memset(&o, 0, sizeof(o));
 	o.sku = text_to_cstring(sku);
 	o.has_qty = true;
@@ -464,6 +478,9 @@ SettleCall(FunctionCallInfo fcinfo, SettleOp op)
 	TimestampTz new_expires = 0;
 	Outcome		o;
 	int			spi;
+
+	CheckWritable(op == OP_CONFIRM ? "inventory.confirm()" :
+				  op == OP_CANCEL ? "inventory.cancel()" : "inventory.extend()");
 
 	if (op == OP_EXTEND)
 	{
@@ -597,6 +614,8 @@ inventory_restock(PG_FUNCTION_ARGS)
 	LedgerMovement m;
 	LedgerNew	n;
 
+	CheckWritable("inventory.restock()");
+
 	memset(&o, 0, sizeof(o));
 	o.sku = text_to_cstring(sku);
 	o.has_qty = true;
@@ -660,6 +679,8 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	int64		delta;
 	InvAdmit	admit;
 	int			spi;
+
+	CheckWritable("inventory.adjust()");
 
 	memset(&o, 0, sizeof(o));
 	o.sku = text_to_cstring(sku);
@@ -755,6 +776,7 @@ inventory_expire(PG_FUNCTION_ARGS)
 {
 	int64		max_rows = -1;
 
+	CheckWritable("inventory.expire()");
 	if (!PG_ARGISNULL(0))
 	{
 		max_rows = PG_GETARG_INT32(0);

@@ -21,6 +21,7 @@
 
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 
@@ -108,6 +109,8 @@ inventory_fold(PG_FUNCTION_ARGS)
 {
 	int64		max_rows = -1;
 
+	PreventCommandIfReadOnly("inventory.fold()");
+	PreventCommandDuringRecovery("inventory.fold()");
 	if (!PG_ARGISNULL(0))
 	{
 		max_rows = PG_GETARG_INT32(0);

@@ -35,6 +35,11 @@ is($standby->safe_psql('postgres', "SELECT state FROM inventory.ledger WHERE ord
 	'PENDING', 'the overdue reservation waits on the standby');
 is($standby->safe_psql('postgres', "SELECT on_hand || ' ' || reserved FROM inventory.stock"),
 	'10 3', 'the read-only views work on the standby');
+is($standby->safe_psql('postgres', "SELECT inventory.available('S-1')"),
+	'7', 'and so does available()');
+my ($ret, $out, $err) = $standby->psql('postgres', "SELECT inventory.reserve('S-1', 1, 'on-standby')");
+like($err, qr/cannot execute inventory\.reserve\(\) in a read-only transaction/,
+	'a reserve on the standby is refused with the usual error');
 
 $primary->stop;
 $standby->promote;
