@@ -36,6 +36,7 @@
 #include "api.h"
 #include "cache.h"
 #include "catalog.h"
+#include "fold.h"
 #include "inventory.h"
 #include "ledger.h"
 #include "state.h"
@@ -364,6 +365,33 @@ LockKey(text *order_id, int32 batch_id)
 	LedgerLockKey(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id), batch_id);
 }
 
+static void
+OutcomeInit(Outcome *o, text *sku, int64 qty)
+{
+	memset(o, 0, sizeof(Outcome));
+	o->sku = text_to_cstring(sku);
+	o->has_qty = true;
+	o->qty = qty;
+}
+
+/*
+ * The start of restock() and adjust(): lock the key, and if it is taken,
+ * answer the replay (or raise the key's reuse).  Returns true when answered.
+ */
+static bool
+AnsweredReplay(text *order_id, int32 batch_id, InvKind kind, text *sku,
+			   int64 qty, Outcome *o)
+{
+	LedgerMovement m;
+
+	OutcomeInit(o, sku, qty);
+	LockKey(order_id, batch_id);
+	if (!FindKey(order_id, batch_id, &m))
+		return false;
+	ReplayOutcome(order_id, batch_id, &m, kind, sku, qty, o);
+	return true;
+}
+
 PG_FUNCTION_INFO_V1(inventory_reserve);
 Datum
 inventory_reserve(PG_FUNCTION_ARGS)
@@ -385,10 +413,7 @@ inventory_reserve(PG_FUNCTION_ARGS)
 
 	CheckWritable("inventory.reserve()");
 
-	memset(&o, 0, sizeof(o));
-	o.sku = text_to_cstring(sku);
-	o.has_qty = true;
-	o.qty = qty;
+	OutcomeInit(&o, sku, qty);
 	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
 
 	/* is there enough?  decided in shared memory, before anything is read */
@@ -611,22 +636,11 @@ inventory_restock(PG_FUNCTION_ARGS)
 	InvKey		key;
 	InvView		view;
 	InvEntry   *entry;
-	LedgerMovement m;
 	LedgerNew	n;
 
 	CheckWritable("inventory.restock()");
-
-	memset(&o, 0, sizeof(o));
-	o.sku = text_to_cstring(sku);
-	o.has_qty = true;
-	o.qty = qty;
-
-	LockKey(order_id, batch_id);
-	if (FindKey(order_id, batch_id, &m))
-	{
-		ReplayOutcome(order_id, batch_id, &m, INV_KIND_RESTOCK, sku, qty, &o);
+	if (AnsweredReplay(order_id, batch_id, INV_KIND_RESTOCK, sku, qty, &o))
 		return MakeResult(fcinfo, &o);
-	}
 
 	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
 	entry = PendingPin(&key);
@@ -672,7 +686,6 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	Outcome		o;
 	InvKey		key;
 	InvView		view;
-	LedgerMovement m;
 	LedgerNew	n;
 	Datum		arg = PointerGetDatum(sku);
 	uint64		found;
@@ -681,18 +694,8 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	int			spi;
 
 	CheckWritable("inventory.adjust()");
-
-	memset(&o, 0, sizeof(o));
-	o.sku = text_to_cstring(sku);
-	o.has_qty = true;
-	o.qty = counted;
-
-	LockKey(order_id, batch_id);
-	if (FindKey(order_id, batch_id, &m))
-	{
-		ReplayOutcome(order_id, batch_id, &m, INV_KIND_ADJUST, sku, counted, &o);
+	if (AnsweredReplay(order_id, batch_id, INV_KIND_ADJUST, sku, counted, &o))
 		return MakeResult(fcinfo, &o);
-	}
 
 	/* stocktakes of one SKU take turns, so each counts from the last */
 	spi = InvSpiConnect();
@@ -770,21 +773,36 @@ ExpireOverdue(int64 max_rows)
 	return (int64) n;
 }
 
+/* max_rows of expire() and fold(): NULL, all, is -1 */
+static int64
+ArgMaxRows(FunctionCallInfo fcinfo, int n)
+{
+	int32		v;
+
+	if (PG_ARGISNULL(n))
+		return -1;
+	v = PG_GETARG_INT32(n);
+	if (v < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_rows must not be negative"),
+				 errdetail("max_rows is %d.", v),
+				 errhint("Pass NULL for no limit.")));
+	return v;
+}
+
 PG_FUNCTION_INFO_V1(inventory_expire);
 Datum
 inventory_expire(PG_FUNCTION_ARGS)
 {
-	int64		max_rows = -1;
-
 	CheckWritable("inventory.expire()");
-	if (!PG_ARGISNULL(0))
-	{
-		max_rows = PG_GETARG_INT32(0);
-		if (max_rows < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("max_rows must not be negative"),
-					 errhint("Pass NULL to expire every overdue reservation.")));
-	}
-	PG_RETURN_INT64(ExpireOverdue(max_rows));
+	PG_RETURN_INT64(ExpireOverdue(ArgMaxRows(fcinfo, 0)));
+}
+
+PG_FUNCTION_INFO_V1(inventory_fold);
+Datum
+inventory_fold(PG_FUNCTION_ARGS)
+{
+	CheckWritable("inventory.fold()");
+	PG_RETURN_INT64(FoldSettled(NULL, 0, ArgMaxRows(fcinfo, 0)));
 }

@@ -525,12 +525,7 @@ CacheSettle(InvEntry *entry, const InvSettle *s)
 		entry->exists = false;
 	if (s->was_dropping)
 		entry->dropping = false;
-	entry->stats.reserves += s->counts.reserves;
-	entry->stats.confirms += s->counts.confirms;
-	entry->stats.cancels += s->counts.cancels;
-	entry->stats.expiries += s->counts.expiries;
-	entry->stats.restocks += s->counts.restocks;
-	entry->stats.adjusts += s->counts.adjusts;
+	InvCountersAdd(&entry->stats, &s->counts);
 	/* restocks and stocktakes are settled when made */
 	entry->unfolded += s->counts.confirms + s->counts.cancels +
 		s->counts.expiries + s->counts.restocks + s->counts.adjusts;

@@ -37,6 +37,20 @@ typedef struct InvCounters
 	int64		adjusts;
 } InvCounters;
 
+/* Adds the counters of the settled work counted in src to dst. */
+static inline void
+InvCountersAdd(InvCounters *dst, const InvCounters *src)
+{
+	dst->reserves += src->reserves;
+	dst->rejects += src->rejects;
+	dst->conflicts += src->conflicts;
+	dst->confirms += src->confirms;
+	dst->cancels += src->cancels;
+	dst->expiries += src->expiries;
+	dst->restocks += src->restocks;
+	dst->adjusts += src->adjusts;
+}
+
 /* A consistent copy of an entry's counters. */
 typedef struct InvView
 {

@@ -20,8 +20,6 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "fmgr.h"
-#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 
@@ -101,24 +99,4 @@ FoldSettled(char **skus, int nskus, int64 max_rows)
 	PG_END_TRY();
 	InvSpiFinish(spi);
 	return folded;
-}
-
-PG_FUNCTION_INFO_V1(inventory_fold);
-Datum
-inventory_fold(PG_FUNCTION_ARGS)
-{
-	int64		max_rows = -1;
-
-	PreventCommandIfReadOnly("inventory.fold()");
-	PreventCommandDuringRecovery("inventory.fold()");
-	if (!PG_ARGISNULL(0))
-	{
-		max_rows = PG_GETARG_INT32(0);
-		if (max_rows < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("max_rows must not be negative"),
-					 errhint("Pass NULL to fold every settled movement.")));
-	}
-	PG_RETURN_INT64(FoldSettled(NULL, 0, max_rows));
 }

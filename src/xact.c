@@ -397,14 +397,7 @@ PendingRowChange(const InvKey *key, const InvEffect *delta, int exists,
 	c->delta.version += delta->version;
 	c->exists += exists;
 	if (counts)
-	{
-		c->counts.reserves += counts->reserves;
-		c->counts.confirms += counts->confirms;
-		c->counts.cancels += counts->cancels;
-		c->counts.expiries += counts->expiries;
-		c->counts.restocks += counts->restocks;
-		c->counts.adjusts += counts->adjusts;
-	}
+		InvCountersAdd(&c->counts, counts);
 }
 
 /* This transaction's own, uncommitted changes to the SKU. */
@@ -524,12 +517,7 @@ MergeSubtransaction(SubTransactionId subid, SubTransactionId parent)
 			p->prepaid += c->prepaid;
 			p->incoming += c->incoming;
 			p->exists += c->exists;
-			p->counts.reserves += c->counts.reserves;
-			p->counts.confirms += c->counts.confirms;
-			p->counts.cancels += c->counts.cancels;
-			p->counts.expiries += c->counts.expiries;
-			p->counts.restocks += c->counts.restocks;
-			p->counts.adjusts += c->counts.adjusts;
+			InvCountersAdd(&p->counts, &c->counts);
 			c->sku->last = c->prev;
 		}
 		else
@@ -565,12 +553,7 @@ SettleAll(bool commit)
 			s->delta.reserved += c->delta.reserved;
 			s->delta.version += c->delta.version;
 			s->exists += c->exists;
-			s->counts.reserves += c->counts.reserves;
-			s->counts.confirms += c->counts.confirms;
-			s->counts.cancels += c->counts.cancels;
-			s->counts.expiries += c->counts.expiries;
-			s->counts.restocks += c->counts.restocks;
-			s->counts.adjusts += c->counts.adjusts;
+			InvCountersAdd(&s->counts, &c->counts);
 		}
 	}
 
