@@ -1,0 +1,453 @@
+# I6, crash safety under load.  Sixteen clients reserve, confirm, cancel and
+# restock on a few hot SKUs and many cold ones while the server crashes:
+# (1) kill -9 of one busy backend, (2) kill -9 of the postmaster, (3) an
+# immediate shutdown.  After each restart every acknowledged commit is in
+# the ledger with its effect, no transaction is half there, the cache agrees
+# with the tables, nothing is oversold, and reserves work at once.
+#
+# A client is a psql process running a generated script.  After each COMMIT
+# it prints "ACK <transaction number> <status of each call>" with \warn
+# (stderr is unbuffered, so the log shows progress at once).  psql runs the
+# \warn only once COMMIT has returned, and with ON_ERROR_STOP on it never
+# reaches a \warn after a failed statement (whose COMMIT would have rolled
+# back), so an ACK line means: this transaction committed with these
+# outcomes.  When the server dies, psql exits (it never reconnects); since a
+# client runs its script in order, only the one transaction after its last
+# ACK can have committed unacknowledged, and none after that ever ran.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(usleep time);
+
+my $CLIENTS  = 16;
+my $TXNS     = 1500;    # per client and round: far more than run before the crash
+my $MIN_ACKS = 400;     # acknowledged transactions before each crash
+my $DEADLINE = 60;      # seconds, for every wait of this test
+my $TTL      = '1 hour';  # no reservation expires while the test runs
+my @HOT  = map { "HOT-$_" } 1 .. 3;
+my @COLD = map { sprintf 'COLD-%03d', $_ } 1 .. 200;
+
+my $node = PostgreSQL::Test::Cluster->new('crash_load');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'inventory'
+max_connections = 50
+restart_after_crash = on
+# the worker folds settled movements while the load runs, as in real life
+inventory.expire_interval = '100ms'
+# 16 clients: logging every statement would dominate the log
+log_statement = none
+});
+$node->start;
+
+# Hot SKUs have stock enough that their reserves always succeed (so a
+# transaction reserving two of their batches is all-or-nothing by its rows
+# alone); cold SKUs have 2 units each, so reserves of them are refused
+# often, and restocks add to them.
+$node->safe_psql('postgres', qq{
+CREATE EXTENSION inventory;
+SELECT inventory.restock(sku, 1000000, 'stock-' || sku)
+  FROM unnest(ARRAY['@{[join "','", @HOT]}']) sku;
+SELECT inventory.restock(sku, 2, 'stock-' || sku)
+  FROM unnest(ARRAY['@{[join "','", @COLD]}']) sku;
+});
+
+# wait for a condition, polling, at most $DEADLINE seconds
+sub wait_until
+{
+	my ($cond) = @_;
+	my $end = time + $DEADLINE;
+	while (time < $end)
+	{
+		return 1 if $cond->();
+		usleep(50_000);
+	}
+	return $cond->();
+}
+
+# The plan of one client: a list of transactions, each a list of calls
+# {op, key, batch[, sku, qty]}.  Keys are unique per round, client and
+# transaction.  Confirms and cancels settle both batches of one of the
+# client's own earlier orders in one transaction.
+sub make_plan
+{
+	my ($round, $client) = @_;
+	srand($round * 1000 + $client);    # the same load every run
+	my (@plan, @open);
+	for my $i (1 .. $TXNS)
+	{
+		my $key  = "r$round-c$client-$i";
+		my $dice = rand(100);
+		my @calls;
+		if ($dice < 27 && @open)
+		{
+			# confirm (15%) or cancel (12%) an earlier order
+			my $op    = $dice < 15 ? 'confirm' : 'cancel';
+			my $order = splice(@open, int(rand(@open)), 1);
+			@calls = map { { op => $op, key => $_->{key}, batch => $_->{batch} } } @$order;
+		}
+		elsif ($dice < 49)
+		{
+			# one reserve of a cold SKU: refused when its units are gone
+			# (a reserve of 3 always is, until restocks add to the SKU)
+			@calls = ({ op => 'reserve', key => $key, batch => 1,
+						sku => $COLD[ rand @COLD ], qty => 1 + int(rand(3)) });
+			push @open, [@calls];
+		}
+		elsif ($dice < 57)
+		{
+			# restock two cold SKUs in one transaction; fewer units arrive
+			# than cold reserves ask for, so refusals go on in every round
+			@calls = map { { op => 'restock', key => $key, batch => $_,
+							 sku => $COLD[ rand @COLD ], qty => 1 } } 1, 2;
+		}
+		else
+		{
+			# reserve two batches of one order from hot SKUs
+			@calls = map { { op => 'reserve', key => $key, batch => $_,
+							 sku => $HOT[ rand @HOT ], qty => $_ } } 1, 2;
+			push @open, [@calls];
+		}
+		push @plan, \@calls;
+	}
+	return \@plan;
+}
+
+sub plan_to_sql
+{
+	my ($plan) = @_;
+	my $sql = '';
+	for my $i (1 .. @$plan)
+	{
+		my $calls = $plan->[ $i - 1 ];
+		$sql .= "BEGIN;\n";
+		for my $n (1 .. @$calls)
+		{
+			my $c = $calls->[ $n - 1 ];
+			my $call =
+			    $c->{op} eq 'reserve' ? "reserve('$c->{sku}', $c->{qty}, '$c->{key}', $c->{batch}, '$TTL')"
+			  : $c->{op} eq 'restock' ? "restock('$c->{sku}', $c->{qty}, '$c->{key}', $c->{batch})"
+			  :                         "$c->{op}('$c->{key}', $c->{batch})";
+			$sql .= "SELECT status AS s$n FROM inventory.$call \\gset\n";
+		}
+		$sql .= "COMMIT;\n\\warn ACK $i " . join(' ', map { ":s$_" } 1 .. @$calls) . "\n";
+	}
+	return $sql;
+}
+
+# complete ACK lines of a client's log, as [transaction number, statuses]
+sub read_acks
+{
+	my ($file) = @_;
+	my @acks;
+	for my $line (slurp_file($file) =~ /^(ACK [^\n]*)\n/mg)
+	{
+		my (undef, $i, @statuses) = split ' ', $line;
+		push @acks, [ $i, \@statuses ];
+	}
+	return \@acks;
+}
+
+# Start the clients of one round; returns, per client, its plan, its log,
+# its psql handle and the pid of its backend.
+sub start_load
+{
+	my ($round) = @_;
+	my $dir = PostgreSQL::Test::Utils::tempdir;
+
+	# The clients wait at a barrier, an advisory lock held here, so that all
+	# of them are connected and start together.
+	my $gate = $node->background_psql('postgres');
+	$gate->query_safe('SELECT pg_advisory_lock(4242)');
+
+	my @clients;
+	for my $c (1 .. $CLIENTS)
+	{
+		my $plan   = make_plan($round, $c);
+		my $script = "$dir/r$round-c$c.sql";
+		open my $fh, '>', $script or die "$script: $!";
+		print $fh "SELECT pg_advisory_lock_shared(4242);\n", plan_to_sql($plan);
+		close $fh;
+		my $log = "$PostgreSQL::Test::Utils::log_path/010_crash_load_r${round}_c$c";
+		my $h = IPC::Run::start(
+			[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $script,
+			  '-d', $node->connstr('postgres') . " application_name=load-r$round-c$c" ],
+			'<', '/dev/null', '>', "$log.out", '2>', "$log.err",
+			IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+		push @clients, { plan => $plan, err => "$log.err", h => $h };
+	}
+	wait_until(sub {
+		$node->safe_psql('postgres',
+			"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == $CLIENTS;
+	}) or die 'the clients did not reach the barrier';
+	for (split /\n/, $node->safe_psql('postgres',
+		"SELECT application_name, pid FROM pg_stat_activity WHERE application_name LIKE 'load-r$round-%'"))
+	{
+		my ($app, $pid) = split /\|/;
+		$clients[ (split /-c/, $app)[1] - 1 ]{pid} = $pid;
+	}
+	$gate->query_safe('SELECT pg_advisory_unlock(4242)');
+	$gate->quit;
+
+	# let the load run: every client has committed something and together
+	# they have committed a few hundred transactions
+	my $total = 0;
+	my $busy = wait_until(sub {
+		my @n = map { scalar @{ read_acks($_->{err}) } } @clients;
+		$total = 0;
+		$total += $_ for @n;
+		return !grep({ $_ == 0 } @n) && $total >= $MIN_ACKS;
+	});
+	ok($busy, "round $round: all $CLIENTS clients are committing, $total transactions acknowledged");
+	return \@clients;
+}
+
+# After the crash: every client exits because its connection was lost, not
+# because its script ended (status 0) or a statement failed.  psql reports
+# a lost connection with status 2, or with 3 (ON_ERROR_STOP) when the
+# failed command saw the server's last message before the socket closed;
+# a statement that failed prints an ERROR, which a crash never causes here.
+sub wait_clients
+{
+	my ($round, $clients) = @_;
+	my @bad;
+	for my $c (1 .. $CLIENTS)
+	{
+		my $cl = $clients->[ $c - 1 ];
+		$cl->{h}->finish;
+		my $code = $cl->{h}->result(0);
+		my $err  = slurp_file($cl->{err});
+		push @bad, "c$c: exit status $code"
+		  unless $code == 2
+		  || ($code == 3 && $err =~ /server closed the connection unexpectedly|terminating connection/);
+		push @bad, "c$c: $1" if $err =~ /^(.*\bERROR:.*)$/m;
+	}
+	is(join('; ', @bad), '', "round $round: every client lost its connection in the crash");
+}
+
+sub after_restart
+{
+	my ($round, $clients) = @_;
+
+	is($node->safe_psql('postgres',
+		"SELECT status FROM inventory.reserve('HOT-1', 1, 'after-r$round', 1, '$TTL')"),
+		'ok', "round $round: a reserve succeeds at once after the restart");
+
+	# the round's rows: key/batch => [kind, sku, qty, state]
+	my %row;
+	for (split /\n/, $node->safe_psql('postgres',
+		"SELECT order_id, batch_id, kind, sku, qty, state FROM inventory.ledger WHERE order_id LIKE 'r$round-%'"))
+	{
+		my ($key, $batch, @rest) = split /\|/, $_, -1;
+		$row{"$key/$batch"} = \@rest;
+	}
+
+	my %bad = map { $_ => [] } qw(malformed reserve confirm cancel restock refusal partial unacked);
+	my %count = map { $_ => 0 } qw(reserve confirm cancel restock refusal pair inflight);
+	my %target = (confirm => 'CONFIRMED', cancel => 'CANCELLED');
+	my %planned;    # key/batch of every reserve or restock the plans contain
+	my %settle;     # key/batch => the state a planned confirm or cancel sets
+	for my $c (1 .. $CLIENTS)
+	{
+		my $plan = $clients->[ $c - 1 ]{plan};
+		my $acks = read_acks($clients->[ $c - 1 ]{err});
+		my $last = @$acks;    # transactions 1 .. $last are acknowledged
+		for my $j (0 .. $#$acks)
+		{
+			my ($i, $statuses) = @{ $acks->[$j] };
+			push @{ $bad{malformed} }, "c$c: ACK line " . ($j + 1) . " is for transaction $i"
+			  if $i != $j + 1 || @$statuses != @{ $plan->[ $j ] };
+		}
+		for my $i (1 .. @$plan)
+		{
+			my $calls = $plan->[ $i - 1 ];
+			my @statuses = $i <= $last ? @{ $acks->[ $i - 1 ][1] } : ();
+			my @applied;
+			for my $n (0 .. $#$calls)
+			{
+				my $call = $calls->[$n];
+				my $kb   = "$call->{key}/$call->{batch}";
+				my $r    = $row{$kb};
+				my $desc = "c$c tx $i: $call->{op} $kb";
+				if ($call->{op} eq 'reserve' || $call->{op} eq 'restock')
+				{
+					$planned{$kb} = 1;
+					push @applied, defined $r ? 1 : 0;
+					push @{ $bad{malformed} }, "$desc: row is (@$r)"
+					  if $r && ($r->[0] ne $call->{op} || $r->[1] ne $call->{sku}
+						|| $r->[2] != $call->{qty});
+				}
+				else
+				{
+					$settle{$kb} = $target{ $call->{op} };
+					push @applied, $r && $r->[3] eq $settle{$kb} ? 1 : 0;
+				}
+				next unless $i <= $last;
+
+				# what the acknowledged outcome of the call promises
+				my $status = $statuses[$n] // '';
+				if ($status eq 'ok')
+				{
+					$count{ $call->{op} }++;
+					push @{ $bad{ $call->{op} } }, "$desc acknowledged ok, row is ("
+					  . ($r ? "@$r" : 'missing') . ')'
+					  unless $applied[-1];
+				}
+				elsif (($status eq 'insufficient' && $call->{op} eq 'reserve')
+					|| ($status eq 'not_found' && $target{ $call->{op} }))
+				{
+					# refused: a cold reserve, or a settle of one
+					$count{refusal}++;
+					push @{ $bad{refusal} }, "$desc acknowledged $status, row is (@$r)"
+					  if $r;
+				}
+				else
+				{
+					push @{ $bad{malformed} }, "$desc acknowledged status '$status'";
+				}
+			}
+			$count{pair}++ if $i <= $last && @$calls == 2 && $calls->[0]{op} eq 'reserve';
+
+			# all of the transaction or none of it
+			my $done = grep { $_ } @applied;
+			push @{ $bad{partial} }, "c$c tx $i: $done of " . @applied . " calls applied"
+			  if $done && $done != @applied;
+			# only the transaction in flight at the crash may have
+			# committed without its ACK; later ones never ran
+			$count{inflight}++ if $done && $i == $last + 1;
+			push @{ $bad{unacked} }, "c$c tx $i (last ACK $last): $done calls applied"
+			  if $done && $i > $last + 1;
+		}
+	}
+	# no row the plans do not contain, no state but PENDING or the one the
+	# plans' settle of the row sets (a settle that never ran and yet left
+	# its state is caught above)
+	for my $kb (sort keys %row)
+	{
+		my $r = $row{$kb};
+		push @{ $bad{unacked} }, "$kb: not in any plan" unless $planned{$kb};
+		push @{ $bad{unacked} }, "$kb: state $r->[3], but the plans "
+		  . ($settle{$kb} ? "set $settle{$kb}" : 'never settle it')
+		  if $r->[0] eq 'reserve' && $r->[3] ne 'PENDING'
+		  && $r->[3] ne ($settle{$kb} // '');
+	}
+
+	note("round $round: $count{inflight} transactions in flight at the crash committed without their ACK");
+
+	my $report = sub {
+		my ($what, $name) = @_;
+		my @v = @{ $bad{$what} };
+		is(scalar @v, 0, "round $round: $name")
+		  or diag(join "\n", @v[ 0 .. ($#v < 19 ? $#v : 19) ]);
+	};
+	$report->('malformed', 'every ACK line and status is well-formed, every row matches its call');
+	$report->('reserve', "every acknowledged reserve is in the ledger ($count{reserve})");
+	$report->('confirm', "every acknowledged confirm left its row CONFIRMED ($count{confirm})");
+	$report->('cancel', "every acknowledged cancel left its row CANCELLED ($count{cancel})");
+	$report->('restock', "every acknowledged restock is in the ledger ($count{restock})");
+	$report->('refusal', "every acknowledged refusal left no row ($count{refusal})");
+	$report->('partial', 'every transaction is all-or-nothing');
+	$report->('unacked', 'no effect beyond the transactions acknowledged or in flight');
+	ok($count{reserve} && $count{confirm} && $count{cancel} && $count{restock}
+		  && $count{refusal} && $count{pair},
+		"round $round: the load acknowledged every kind of call, "
+		. "two-batch orders ($count{pair}) among them");
+
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'),
+		'0', "round $round: verify() is empty");
+	is($node->safe_psql('postgres', q{
+SELECT count(*) FROM inventory.stock WHERE NOT (0 <= reserved AND reserved <= on_hand)}),
+		'0', "round $round: every SKU has 0 <= reserved <= on_hand");
+	# the worker folds movements into inventory.sku; the whole ledger,
+	# folded or not, still adds up to the stock (documented meaning of the
+	# ledger's rows: a restock adds qty, a confirm takes qty off the shelf,
+	# PENDING holds qty; version counts movements and settlements)
+	is($node->safe_psql('postgres', q{
+SELECT count(*)
+  FROM inventory.stock s
+  FULL JOIN (SELECT sku,
+                    sum(CASE WHEN kind = 'restock' THEN qty
+                             WHEN state = 'CONFIRMED' THEN -qty ELSE 0 END) AS on_hand,
+                    sum(CASE WHEN state = 'PENDING' THEN qty ELSE 0 END) AS reserved,
+                    count(*) + count(*) FILTER (WHERE state <> 'PENDING') AS version
+               FROM inventory.ledger GROUP BY sku) l USING (sku)
+ WHERE (s.on_hand, s.reserved, s.version) IS DISTINCT FROM (l.on_hand, l.reserved, l.version)}),
+		'0', "round $round: the stock of every SKU is the sum of its whole ledger");
+	# the cache started empty and loads from the tables
+	is($node->safe_psql('postgres', q{
+SELECT count(*) || ' ' || count(*) FILTER (WHERE inventory.available(sku) = on_hand - reserved)
+  FROM inventory.stock}),
+		(@HOT + @COLD) . ' ' . (@HOT + @COLD),
+		"round $round: available() of every SKU is on_hand - reserved");
+}
+
+# the pids of this node's server processes
+sub server_pids
+{
+	my $out = `pgrep -f '^postgres: crash_load: '`;
+	return split ' ', $out;
+}
+
+# Round 1: kill -9 of a busy client backend (one in a transaction, which
+# may hold units in shared memory); the server restarts itself.
+{
+	my $clients = start_load(1);
+	# the process title says what a backend does, and reading it takes no
+	# connection (a new one is slow to start under this load)
+	my ($victim, $busy);
+	wait_until(sub {
+		for my $cl (@$clients)
+		{
+			open my $fh, '<', "/proc/$cl->{pid}/cmdline" or next;
+			my $title = do { local $/; <$fh> } // '';
+			$title =~ s/[\0 ]+$//;
+			if ($title =~ /(idle in transaction|SELECT)$/)
+			{
+				($victim, $busy) = ($cl->{pid}, $1);
+				return 1;
+			}
+		}
+		return 0;
+	}) or die 'no busy client backend';
+	my $offset = -s $node->logfile;
+	kill 'KILL', $victim;
+	note("round 1: killed backend $victim, which was $busy");
+	wait_clients(1, $clients);
+	# the postmaster saw the crash and reinitialized
+	$node->wait_for_log(qr/database system is ready to accept connections/, $offset);
+	like(slurp_file($node->logfile, $offset),
+		qr/server process \(PID $victim\) was terminated by signal 9/,
+		'round 1: the killed backend made the server restart');
+	ok($node->poll_query_until('postgres', 'SELECT 1', '1'),
+		'round 1: the server accepts connections again');
+	after_restart(1, $clients);
+}
+
+# Round 2: kill -9 of the postmaster, then start it again.
+{
+	my $clients = start_load(2);
+	my $postmaster = (split /\n/, slurp_file($node->data_dir . '/postmaster.pid'))[0];
+	$node->kill9;
+	wait_clients(2, $clients);
+	# the children notice the postmaster is gone and exit; until all have,
+	# the data directory is in use and a start would be refused
+	ok(wait_until(sub { !kill(0, $postmaster) && !server_pids() }),
+		'round 2: every process of the killed server has exited');
+	ok($node->start(fail_ok => 1), 'round 2: the server starts again');
+	after_restart(2, $clients);
+}
+
+# Round 3: immediate shutdown, then start.
+{
+	my $clients = start_load(3);
+	$node->stop('immediate');
+	wait_clients(3, $clients);
+	ok($node->start(fail_ok => 1), 'round 3: the server starts again');
+	after_restart(3, $clients);
+}
+
+$node->stop;
+done_testing();
