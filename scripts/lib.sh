@@ -7,6 +7,7 @@
 # inv_cluster_start DIR [CONF...]: initdb + start a scratch cluster with the
 #            extension preloaded; sets PGHOST/PGPORT for it.
 # inv_cluster_stop DIR: stops it.
+# inv_scratch_tree DIR: a copy of the checkout that the PostgreSQL user owns.
 
 INV_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 INV_PGBIN=/usr/lib/postgresql/15/bin
@@ -75,6 +76,16 @@ inv_build_install() {
 inv_setup() {
 	inv_packages "$@"
 	inv_build_install
+}
+
+# inv_scratch_tree DIR: a copy of the checkout in DIR/tree, owned by the
+# PostgreSQL user, for suites that write next to their files.
+inv_scratch_tree() {
+	mkdir -p "$1/tree"
+	tar -C "$INV_TOP" --exclude=.git --exclude='tmp_check*' --exclude=results \
+		--exclude=output_iso -cf - . | tar -C "$1/tree" -xf -
+	[ "$(id -u)" -eq 0 ] && chown -R "$(inv_pg_user)" "$1"
+	return 0
 }
 
 # A free TCP port on loopback, from a range away from the default.

@@ -13,36 +13,13 @@
 # suite on its own temporary cluster.  Exits non-zero if anything failed.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/tally.sh"
 
 inv_setup
 
 WORK=$(mktemp -d /tmp/inventory-test.XXXXXX)
 trap 'inv_cluster_stop "$WORK/pgtap"; rm -rf "$WORK"' EXIT
-mkdir "$WORK/tree"
-tar -C "$INV_TOP" --exclude=.git --exclude='tmp_check*' --exclude=results \
-	--exclude=output_iso -cf - . | tar -C "$WORK/tree" -xf -
-[ "$(id -u)" -eq 0 ] && chown -R "$(inv_pg_user)" "$WORK"
-
-PASSED=0
-FAILED=0
-
-# count LOG PASS_RE FAIL_RE: adds the matching lines of LOG to the totals
-count() {
-	local p f
-	p=$(grep -cE "$2" "$1")
-	f=$(grep -cE "$3" "$1")
-	PASSED=$((PASSED + p))
-	FAILED=$((FAILED + f))
-	echo "$p passed, $f failed"
-	[ "$f" -eq 0 ]
-}
-
-# a suite that failed without reporting any test counts as one failure
-suite_failed() {
-	FAILED=$((FAILED + 1))
-	echo "the suite did not run to the end; its log follows"
-	tail -40 "$1"
-}
+inv_scratch_tree "$WORK"
 
 run_pg_regress() {
 	local name=$1 log=$WORK/$1.log diffs=$2
@@ -54,15 +31,6 @@ run_pg_regress() {
 		count "$log" '\.\.\. ok' '\.\.\. (FAILED|failed)' ||
 			{ [ -f "$diffs" ] && cat "$diffs"; }
 		grep -qE '\.\.\. (FAILED|failed)' "$log" || suite_failed "$log"
-	fi
-}
-
-run_tap_log() {
-	local log=$1 status=$2
-	if ! count "$log" '^\s*ok [0-9]+' '^\s*not ok [0-9]+'; then
-		grep -E '^\s*not ok|^#' "$log" | head -60
-	elif [ "$status" -ne 0 ]; then
-		suite_failed "$log"
 	fi
 }
 
@@ -84,14 +52,7 @@ run_tap_log "$WORK/tap.log" $?
 
 # the benchmark's smoke mode, so that the suite cannot rot
 inv_log "bench smoke"
-if "$INV_TOP/bench/run.sh" --smoke >"$WORK/bench.log" 2>&1; then
-	PASSED=$((PASSED + 1))
-	echo "1 passed, 0 failed"
-else
-	FAILED=$((FAILED + 1))
-	echo "0 passed, 1 failed"
-	tail -40 "$WORK/bench.log"
-fi
+"$INV_TOP/bench/run.sh" --smoke >"$WORK/bench.log" 2>&1
+tally_one "$WORK/bench.log" $?
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+tally_end

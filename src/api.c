@@ -420,9 +420,10 @@ inventory_reserve(PG_FUNCTION_ARGS)
 	admit = PendingReserve(&key, qty, has_expected ? &expected : NULL, &view);
 	SetCounters(&o, &view);
 
+	/* then, whatever the answer, is the key a replay? */
+	LockKey(order_id, batch_id);
 	if (admit == INV_ADMIT_OK)
 	{
-		LockKey(order_id, batch_id);
 		if (!FindKey(order_id, batch_id, &m))
 		{
 			LedgerNew	n;
@@ -517,6 +518,7 @@ SettleCall(FunctionCallInfo fcinfo, SettleOp op)
 	}
 
 	memset(&o, 0, sizeof(o));
+	LockKey(order_id, batch_id);
 	for (int attempt = 0;; attempt++)
 	{
 		Datum		values[4];
@@ -804,5 +806,5 @@ Datum
 inventory_fold(PG_FUNCTION_ARGS)
 {
 	CheckWritable("inventory.fold()");
-	PG_RETURN_INT64(FoldSettled(NULL, 0, ArgMaxRows(fcinfo, 0)));
+	PG_RETURN_INT64(FoldSettled(NULL, 0, ArgMaxRows(fcinfo, 0), true));
 }

@@ -20,9 +20,12 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 
+#include "catalog.h"
 #include "fold.h"
 #include "spi.h"
 
@@ -60,11 +63,29 @@ static InvStmt fold_skus = {FOLD_SQL("sku OPERATOR(pg_catalog.=) ANY ($2)"), 2, 
 static InvStmt fold_all = {FOLD_SQL("true"), 1, {INT8OID}};
 
 /*
+ * Folds take turns, one at a time in a database: a fold updates the base
+ * rows of many SKUs, in no fixed order, and two at once could lock them in
+ * opposite orders and deadlock.  A stocktake locks one base row and waits
+ * for nothing after that, so it never closes a cycle with a fold.  The lock
+ * is an object lock on inventory.sku with objid 0, held to the end of the
+ * transaction.  Returns false when the caller would rather not wait.
+ */
+static bool
+LockFold(bool wait)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, InvGetCatalog()->sku_rel, 0, 0);
+	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
  * Folds up to max_rows settled movements (all when negative) of the given
- * SKUs, or of every SKU when skus is NULL.
+ * SKUs, or of every SKU when skus is NULL.  With wait false, returns 0 at
+ * once if another fold is under way.
  */
 int64
-FoldSettled(char **skus, int nskus, int64 max_rows)
+FoldSettled(char **skus, int nskus, int64 max_rows, bool wait)
 {
 	InvStmt    *stmt = skus ? &fold_skus : &fold_all;
 	Datum		args[2];
@@ -72,6 +93,8 @@ FoldSettled(char **skus, int nskus, int64 max_rows)
 	int64		folded = 0;
 	int			spi;
 
+	if (!LockFold(wait))
+		return 0;
 	spi = InvSpiConnect();
 	args[0] = Int64GetDatum(max_rows);
 	if (skus)

@@ -418,14 +418,19 @@ WorkerAlive(int i)
 	return status == BGWH_STARTED || status == BGWH_NOT_YET_STARTED;
 }
 
-static void
+/*
+ * Starts the worker of slot i, unless one was started less than
+ * RESTART_DELAY_MS ago; then returns how many milliseconds to wait.
+ */
+static long
 StartWorker(int i, Oid dboid, const char *datname)
 {
 	BackgroundWorker bgw;
 	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz allowed = TimestampTzPlusMilliseconds(last_start[i], RESTART_DELAY_MS);
 
-	if (!TimestampDifferenceExceeds(last_start[i], now, RESTART_DELAY_MS))
-		return;
+	if (now < allowed)
+		return TimestampDifferenceMilliseconds(now, allowed) + 1;
 	last_start[i] = now;
 
 	memset(&bgw, 0, sizeof(bgw));
@@ -448,16 +453,20 @@ StartWorker(int i, Oid dboid, const char *datname)
 				 errmsg("could not start the inventory worker for database \"%s\"", datname),
 				 errhint("Raise max_worker_processes.")));
 	}
+	return 0;
 }
 
 /*
  * Starts a worker for every slot that should have one and has none.  A
  * worker is there when its handle says so or, for workers started by an
- * earlier launcher, when one is attached to the slot.
+ * earlier launcher, when one is attached to the slot.  Returns how long the
+ * launcher may sleep: less than its nap when a start had to wait.
  */
-static void
+static long
 StartWorkers(void)
 {
+	long		wait = LAUNCHER_NAPTIME_MS;
+
 	for (int i = 0; i < workers->nslots; i++)
 	{
 		InvDbSlot  *slot = &workers->slots[i];
@@ -479,8 +488,14 @@ StartWorkers(void)
 		LWLockRelease(workers->lock);
 
 		if (wanted)
-			StartWorker(i, dboid, NameStr(datname));
+		{
+			long		delay = StartWorker(i, dboid, NameStr(datname));
+
+			if (delay > 0 && delay < wait)
+				wait = delay;
+		}
 	}
+	return wait;
 }
 
 static void
@@ -522,6 +537,7 @@ inventory_launcher_main(Datum main_arg)
 	for (;;)
 	{
 		List	   *dbs;
+		long		nap;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -533,12 +549,12 @@ inventory_launcher_main(Datum main_arg)
 		dbs = ScanDatabases();
 		SyncSlots(dbs);
 		list_free_deep(dbs);
-		StartWorkers();
+		nap = StartWorkers();
 		pgstat_report_activity(STATE_IDLE, NULL);
 
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 LAUNCHER_NAPTIME_MS, PG_WAIT_EXTENSION);
+						 nap, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 }

@@ -125,10 +125,11 @@ LedgerCheckOrderId(const char *order_id, int len)
 
 /*
  * Looks a movement up by its key, reading only the key's index entry and its
- * row.  The dirty snapshot sees rows of transactions still in progress: if
- * another transaction is inserting the key, wait for it to end and look
- * again, so that a replay is recognised even when the first call has not
- * committed yet.
+ * row, with a fresh snapshot: what is committed now, and what this
+ * transaction wrote.  The caller holds the key's lock (LedgerLockKey), so no
+ * call with the same key is half-way through.  A row that another
+ * transaction is updating at this moment (a confirm, a fold) stays visible
+ * to the snapshot; a dirty read could miss both of its versions.
  */
 bool
 LedgerFindMovement(const char *order_id, int len, int32 batch_id,
@@ -139,9 +140,10 @@ LedgerFindMovement(const char *order_id, int len, int32 batch_id,
 	Relation	index;
 	TupleTableSlot *slot;
 	ScanKeyData keys[2];
-	SnapshotData dirty;
+	IndexScanDesc scan;
+	Snapshot	snapshot;
 	text	   *order_text = cstring_to_text_with_len(order_id, len);
-	bool		found = false;
+	bool		found;
 
 	heap = table_open(cat->ledger_rel, AccessShareLock);
 	index = index_open(cat->ledger_key_index, AccessShareLock);
@@ -153,27 +155,12 @@ LedgerFindMovement(const char *order_id, int len, int32 batch_id,
 	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
 						   InvalidOid, F_INT4EQ, Int32GetDatum(batch_id));
 
-	for (;;)
-	{
-		IndexScanDesc scan;
-		TransactionId xwait = InvalidTransactionId;
-
-		InitDirtySnapshot(dirty);
-		scan = index_beginscan(heap, index, &dirty, 2, 0);
-		index_rescan(scan, keys, 2, NULL, 0);
-		if (index_getnext_slot(scan, ForwardScanDirection, slot))
-		{
-			if (TransactionIdIsValid(dirty.xmin))
-				xwait = dirty.xmin;
-			else
-				found = true;
-		}
-		index_endscan(scan);
-
-		if (!TransactionIdIsValid(xwait))
-			break;
-		XactLockTableWait(xwait, heap, &slot->tts_tid, XLTW_None);
-	}
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = index_beginscan(heap, index, snapshot, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	UnregisterSnapshot(snapshot);
 
 	if (found)
 	{

@@ -114,8 +114,9 @@ WorkerRound(void)
 
 		pgstat_report_activity(STATE_RUNNING, "inventory: folding settled movements");
 		nskus = CacheSkusToFold(skus, FOLD_SKUS);
+		/* an administrator's fold under way: leave it to them this round */
 		if (nskus > 0)
-			folded = FoldSettled(skus, nskus, inv_fold_batch);
+			folded = FoldSettled(skus, nskus, inv_fold_batch, false);
 	}
 	oldest = OldestOverdue();
 	PopActiveSnapshot();

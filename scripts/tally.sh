@@ -1,0 +1,72 @@
+# scripts/tally.sh -- counting the results of test suites, for
+# scripts/test.sh and scripts/test-long.sh.  Source it.
+#
+# count LOG PASS_RE FAIL_RE   adds LOG's lines matching each pattern
+# run_tap_log LOG STATUS      counts the ok / not ok lines of TAP output
+# tally_summary LOG STATUS    adds the final "N passed, N failed" of LOG
+# tally_one LOG STATUS        one test: passed when STATUS is 0
+# tally_end                   prints the total, fails if anything failed
+
+PASSED=0
+FAILED=0
+
+count() {
+	local p f
+	p=$(grep -cE "$2" "$1")
+	f=$(grep -cE "$3" "$1")
+	PASSED=$((PASSED + p))
+	FAILED=$((FAILED + f))
+	echo "$p passed, $f failed"
+	[ "$f" -eq 0 ]
+}
+
+# a suite that failed without reporting any test counts as one failure
+suite_failed() {
+	FAILED=$((FAILED + 1))
+	echo "the suite did not run to the end; its log follows"
+	tail -40 "$1"
+}
+
+run_tap_log() {
+	local log=$1 status=$2
+	if ! count "$log" '^\s*ok [0-9]+' '^\s*not ok [0-9]+'; then
+		grep -E '^\s*not ok|^#' "$log" | head -60
+	elif [ "$status" -ne 0 ]; then
+		suite_failed "$log"
+	fi
+}
+
+tally_summary() {
+	local log=$1 status=$2 line p f
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
+	if [ -z "$line" ]; then
+		suite_failed "$log"
+		return
+	fi
+	p=${line%% passed*}
+	f=${line#*passed, }
+	f=${f%% failed}
+	PASSED=$((PASSED + p))
+	FAILED=$((FAILED + f))
+	echo "$line"
+	if [ "$f" -gt 0 ] || [ "$status" -ne 0 ]; then
+		tail -40 "$log"
+		[ "$f" -gt 0 ] || suite_failed "$log"
+	fi
+}
+
+tally_one() {
+	if [ "$2" -eq 0 ]; then
+		PASSED=$((PASSED + 1))
+		echo "1 passed, 0 failed"
+	else
+		FAILED=$((FAILED + 1))
+		echo "0 passed, 1 failed"
+		tail -40 "$1"
+	fi
+}
+
+tally_end() {
+	echo "$PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ]
+}

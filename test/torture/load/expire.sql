@@ -1,0 +1,2 @@
+-- Expiry on demand, racing the worker and the buyers who confirm.
+SELECT inventory.expire();
