@@ -26,6 +26,7 @@ esac
 
 # lib.sh checks its own list (PostgreSQL, pgTAP...) on every call; the
 # fuzzer needs only the compiler and its fuzzer/sanitizer runtimes
+# shellcheck disable=SC2034 # read by inv_packages
 INV_PACKAGES=()
 inv_packages clang-14 libclang-rt-14-dev
 CC=${CC:-clang-14}
@@ -43,16 +44,19 @@ cp -r "$HERE/corpus" "$WORK/corpus"
 mkdir "$WORK/findings"
 
 inv_log "fuzzing for $SECONDS_TO_RUN s"
+started=$(date +%s)
 "$WORK/state_fuzz" -max_total_time="$SECONDS_TO_RUN" -print_final_stats=1 \
 	-dict="$HERE/state.dict" -artifact_prefix="$WORK/findings/" \
 	"$WORK/corpus" >"$WORK/fuzz.log" 2>&1
 status=$?
+elapsed=$(($(date +%s) - started))
 
 # inputs tried: the final stats line, else the last "#N" progress line
 runs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$WORK/fuzz.log" | tail -1)
 [ -n "$runs" ] || runs=$(sed -n 's/^#\([0-9][0-9]*\).*/\1/p' "$WORK/fuzz.log" | tail -1)
 last=$(grep -E '^#[0-9]+' "$WORK/fuzz.log" | tail -1)
-echo "inputs tried: ${runs:-unknown} in $SECONDS_TO_RUN s (corpus $(ls "$WORK/corpus" | wc -l) inputs)"
+echo "inputs tried: ${runs:-unknown} in $elapsed s" \
+	"(corpus: $(ls "$HERE/corpus" | wc -l) seeds, $(ls "$WORK/corpus" | wc -l) at the end)"
 [ -n "$last" ] && echo "last status: $last"
 
 if [ "$status" -eq 0 ] && [ -z "$(ls -A "$WORK/findings")" ]; then
