@@ -27,10 +27,11 @@ suite_failed() {
 	tail -40 "$1"
 }
 
+# a failed TAP test: its "not ok" line and the diagnostics after it
 run_tap_log() {
 	local log=$1 status=$2
 	if ! count "$log" '^\s*ok [0-9]+' '^\s*not ok [0-9]+'; then
-		grep -E '^\s*not ok|^#' "$log" | head -60
+		grep -E -A12 '^\s*not ok [0-9]+' "$log" | grep -vE "background_psql|^# *[{}']" | head -80
 	elif [ "$status" -ne 0 ]; then
 		suite_failed "$log"
 	fi

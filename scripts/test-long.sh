@@ -25,7 +25,8 @@ FUZZ=${2:-300}
 inv_setup
 
 WORK=$(mktemp -d /tmp/inventory-long.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+# on failure the logs stay, for a look at what went wrong
+trap '[ "$FAILED" -eq 0 ] && rm -rf "$WORK"' EXIT
 inv_scratch_tree "$WORK"
 
 inv_log "torture for $TORTURE s, and crashes under load"
@@ -33,7 +34,7 @@ inv_as_pg env INVENTORY_TORTURE_SECONDS="$TORTURE" make -C "$WORK/tree" installc
 	REGRESS= ISOLATION= PROVE_TESTS='test/t/010_crash_load.pl test/t/011_torture.pl' \
 	PROVE_FLAGS=--verbose >"$WORK/tap.log" 2>&1
 run_tap_log "$WORK/tap.log" $?
-grep -E '^# (torture|total)' "$WORK/tap.log" | head -20
+grep -E '^# ([0-9]+ s, [0-9]+ clients|round [0-9])' "$WORK/tap.log" | head -20
 
 inv_log "fuzzer for $FUZZ s"
 "$INV_TOP/fuzz/run.sh" "$FUZZ" >"$WORK/fuzz.log" 2>&1
@@ -45,4 +46,5 @@ inv_log "regression suite under valgrind"
 tally_summary "$WORK/valgrind.log" $?
 grep -iE 'valgrind errors' "$WORK/valgrind.log" | tail -2
 
+[ "$FAILED" -eq 0 ] || echo "logs kept in $WORK"
 tally_end

@@ -18,7 +18,8 @@ set -u
 inv_setup
 
 WORK=$(mktemp -d /tmp/inventory-test.XXXXXX)
-trap 'inv_cluster_stop "$WORK/pgtap"; rm -rf "$WORK"' EXIT
+# on failure the logs stay, for a look at what went wrong
+trap 'inv_cluster_stop "$WORK/pgtap"; [ "$FAILED" -eq 0 ] && rm -rf "$WORK"' EXIT
 inv_scratch_tree "$WORK"
 
 run_pg_regress() {
@@ -55,4 +56,5 @@ inv_log "bench smoke"
 "$INV_TOP/bench/run.sh" --smoke >"$WORK/bench.log" 2>&1
 tally_one "$WORK/bench.log" $?
 
+[ "$FAILED" -eq 0 ] || echo "logs kept in $WORK"
 tally_end

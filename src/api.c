@@ -30,8 +30,8 @@
 #include "utils/datetime.h"
 #include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
-#include "utils/typcache.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 #include "api.h"
 #include "cache.h"
@@ -39,8 +39,8 @@
 #include "fold.h"
 #include "inventory.h"
 #include "ledger.h"
-#include "state.h"
 #include "spi.h"
+#include "state.h"
 #include "xact.h"
 
 /* ---- statements ---- */
