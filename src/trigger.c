@@ -313,8 +313,13 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 		else if (new.state != old.state)
 		{
 			CheckTransition(&old, &new, now);
+
+			/*
+			 * The statement's start, unless it waited for the key while the
+			 * reservation was being made: nothing settles before it exists.
+			 */
 			cols[ncols] = cat->l_settled_at;
-			vals[ncols++] = TimestampTzGetDatum(now);
+			vals[ncols++] = TimestampTzGetDatum(Max(now, old.created_at));
 		}
 		else
 		{
