@@ -24,6 +24,9 @@
 #   1   SELECT 1: the floor, one round trip
 #   1b  SELECT * FROM inventory.cache_info(): the floor of any call of the
 #       form SELECT * FROM f(), a C function returning one row
+#   1c  SELECT of a key absent from inventory.ledger, by its primary key: the
+#       floor of a refusal that must still recognise a replayed key (run
+#       after case 5, on the same ledger)
 #   2a  plain SQL: UPDATE stock SET qty = qty - 1 WHERE sku = $1 AND qty >= 1
 #   2b  plain SQL: 2a + a ledger INSERT with UNIQUE (order_id, batch_id)
 #   2c  plain SQL: SELECT ... FOR UPDATE, then UPDATE
@@ -181,6 +184,11 @@ SQL
 # no work inside: what any SELECT * FROM inventory.reserve(...) pays at least
 cat >"$DIR/sql/floor_fn.sql" <<'SQL'
 SELECT * FROM inventory.cache_info();
+SQL
+# the index probe by which a refused reserve recognises a replayed key
+cat >"$DIR/sql/floor_key.sql" <<'SQL'
+\set n random(1, 9000000000000000000)
+SELECT 1 FROM inventory.ledger WHERE order_id = 'o1c-' || :n AND batch_id = 1;
 SQL
 cat >"$DIR/sql/sql_update.sql" <<'SQL'
 UPDATE stock SET qty = qty - 1 WHERE sku = :sku AND qty >= 1;
@@ -343,6 +351,7 @@ check "case 5: every reserve refused ($PROCESSED calls, $((after - before)) reje
 check "case 5: refused reserves wrote no ledger row" \
 	"$([ "$(ledger_rows "sku = 'SOLD-1'")" -eq 0 ] && echo t)"
 check "case 5: available('SOLD-1') is 0" "$(sql "SELECT inventory.available('SOLD-1') = 0")"
+run_case 1c floor_key.sql
 
 before=$(ledger_rows "sku LIKE 'U-%'")
 run_case 6 reserve_many.sql -D nskus=$NSKUS
@@ -492,10 +501,11 @@ verdict() { awk -v m="$1" -v op="$2" -v t="$3" 'BEGIN {
 	if (m !~ /^[0-9.]+$/) { print "—"; exit }
 	ok = (op == ">=") ? m + 0 >= t + 0 : m + 0 <= t + 0; print ok ? "PASS" : "MISS" }'; }
 
-CASE_IDS=(1 1b 2a 2b 2c 2d 2e 3 4 5 6 7)
+CASE_IDS=(1 1b 1c 2a 2b 2c 2d 2e 3 4 5 6 7)
 declare -A NAME BASE
 NAME[1]="1 floor: SELECT 1"
 NAME[1b]="1b floor: SELECT * FROM a C function returning a row"
+NAME[1c]="1c floor: SELECT of an absent key by the ledger's primary key"
 NAME[2a]="2a SQL: conditional UPDATE, one hot row"
 NAME[2b]="2b SQL: UPDATE + ledger INSERT, one transaction"
 NAME[2c]="2c SQL: SELECT FOR UPDATE + UPDATE"
@@ -506,7 +516,7 @@ NAME[4]="4 inventory: reserve, hot SKU, succeeds"
 NAME[5]="5 inventory: reserve, hot SKU, sold out"
 NAME[6]="6 inventory: reserve, $(fmt "$NSKUS") SKUs uniform"
 NAME[7]="7 inventory: reserve + confirm/cancel/expire"
-BASE=([1b]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [3]=1 [4]=2b [5]=1 [6]=2b [7]=2b)
+BASE=([1b]=1 [1c]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [3]=1 [4]=2b [5]=1 [6]=2b [7]=2b)
 
 report() {
 	local id c b
@@ -580,6 +590,8 @@ report() {
 	r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2e/$TC]:-}"); echo "| (case 4 / case 2e: a reserve against the bare insert of its own row) | ${r}× | — |"
 	r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1/$TC]:-}"); echo "| case 5 ≥ 0.9× case 1 | ${r}× | $(verdict "$r" '>=' 0.9) |"
 	r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1b/$TC]:-}"); echo "| (case 5 / case 1b: a refusal against the floor of its call form) | ${r}× | — |"
+	r=$(ratio "${TPS[1c/$TC]:-}" "${TPS[1/$TC]:-}"); echo "| (case 1c / case 1: the key's index probe alone, in SQL) | ${r}× | — |"
+	r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1c/$TC]:-}"); echo "| (case 5 / case 1c: a refusal against the probe of its key) | ${r}× | — |"
 	r=$(ratio "${TPS[6/$TC]:-}" "${TPS[2b/$TC]:-}"); echo "| case 6 ≥ 1.0× case 2b | ${r}× | $(verdict "$r" '>=' 1.0) |"
 	echo "| case 8 ≥ 20,000 rows/s | $(fmt "$EXPIRY_RATE") | $(verdict "$EXPIRY_RATE" '>=' 20000) |"
 	r=$(ratio "${FULL_MED[fold]}" "${EMPTY_MED[fold]}"); echo "| case 9 load ratio about 1 (≤ 2), right after the fold | ${r}× | $(verdict "$r" '<=' 2) |"

@@ -34,7 +34,7 @@ inv_as_pg env INVENTORY_TORTURE_SECONDS="$TORTURE" make -C "$WORK/tree" installc
 	REGRESS= ISOLATION= PROVE_TESTS='test/t/010_crash_load.pl test/t/011_torture.pl' \
 	PROVE_FLAGS=--verbose >"$WORK/tap.log" 2>&1
 run_tap_log "$WORK/tap.log" $?
-grep -E '^# ([0-9]+ s, [0-9]+ clients|round [0-9])' "$WORK/tap.log" | head -20
+grep -E '^# ([0-9]+ s, [0-9]+ clients|round [0-9]|API calls|movements)' "$WORK/tap.log" | head -20
 
 inv_log "fuzzer for $FUZZ s"
 "$INV_TOP/fuzz/run.sh" "$FUZZ" >"$WORK/fuzz.log" 2>&1
@@ -44,7 +44,7 @@ grep -iE 'inputs|executed' "$WORK/fuzz.log" | tail -2
 inv_log "regression suite under valgrind"
 "$INV_TOP/scripts/valgrind.sh" >"$WORK/valgrind.log" 2>&1
 tally_summary "$WORK/valgrind.log" $?
-grep -iE 'valgrind errors' "$WORK/valgrind.log" | tail -2
+grep -E '^(valgrind:|ok:|FAILED:)' "$WORK/valgrind.log"
 
 [ "$FAILED" -eq 0 ] || echo "logs kept in $WORK"
 tally_end
