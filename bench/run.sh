@@ -33,6 +33,8 @@
 #   2d  plain SQL: the ledger INSERT alone (one durable write per call)
 #   2e  plain SQL: the same INSERT into a copy of inventory.ledger, with its
 #       three indexes (key, SKU, expiry): the cost of the data model alone
+#   2f  plain SQL: 2e with ON CONFLICT DO NOTHING, which probes the key
+#       first, as a reserve must to answer a replay without an error
 #   3   Redis: check-and-DECRBY Lua script by EVALSHA (redis-benchmark)
 #   4   inventory.reserve on one hot SKU, always succeeds
 #   5   inventory.reserve on one sold-out SKU, always refused
@@ -138,8 +140,11 @@ CREATE TABLE ledger (
 	UNIQUE (order_id, batch_id)
 );
 
--- case 2e: inventory's own ledger table, without the extension around it
+-- cases 2e and 2f: inventory's own ledger table, without the extension
+-- around it; one each, so that both start empty as case 4 does
 CREATE TABLE ledger3 (LIKE inventory.ledger INCLUDING DEFAULTS INCLUDING INDEXES)
+	WITH (fillfactor = 85);
+CREATE TABLE ledger3c (LIKE ledger3 INCLUDING DEFAULTS INCLUDING INDEXES)
 	WITH (fillfactor = 85);
 
 -- cases 4-7: SKUs of the extension
@@ -215,6 +220,12 @@ cat >"$DIR/sql/sql_ledger3.sql" <<'SQL'
 INSERT INTO ledger3 (order_id, batch_id, kind, sku, qty, state, expires_at)
 VALUES ('o2e-' || :n, 1, 'reserve', :sku, 1, 'PENDING', now() + interval '1 day');
 SQL
+cat >"$DIR/sql/sql_ledger3_oc.sql" <<'SQL'
+\set n random(1, 9000000000000000000)
+INSERT INTO ledger3c (order_id, batch_id, kind, sku, qty, state, expires_at)
+VALUES ('o2f-' || :n, 1, 'reserve', :sku, 1, 'PENDING', now() + interval '1 day')
+ON CONFLICT (order_id, batch_id) DO NOTHING;
+SQL
 cat >"$DIR/sql/reserve.sql" <<'SQL'
 \set n random(1, 9000000000000000000)
 SELECT * FROM inventory.reserve(:sku, 1, :prefix || :n);
@@ -287,6 +298,7 @@ run_case 2b sql_update_ledger.sql -D sku=HOT
 run_case 2c sql_for_update.sql -D sku=HOT
 run_case 2d sql_ledger.sql -D sku=HOT
 run_case 2e sql_ledger3.sql -D sku=HOT
+run_case 2f sql_ledger3_oc.sql -D sku=HOT
 
 # ---------------------------------------------------------------- case 3: Redis
 REDIS_NOTE=
@@ -501,7 +513,7 @@ verdict() { awk -v m="$1" -v op="$2" -v t="$3" 'BEGIN {
 	if (m !~ /^[0-9.]+$/) { print "—"; exit }
 	ok = (op == ">=") ? m + 0 >= t + 0 : m + 0 <= t + 0; print ok ? "PASS" : "MISS" }'; }
 
-CASE_IDS=(1 1b 1c 2a 2b 2c 2d 2e 3 4 5 6 7)
+CASE_IDS=(1 1b 1c 2a 2b 2c 2d 2e 2f 3 4 5 6 7)
 declare -A NAME BASE
 NAME[1]="1 floor: SELECT 1"
 NAME[1b]="1b floor: SELECT * FROM a C function returning a row"
@@ -511,12 +523,13 @@ NAME[2b]="2b SQL: UPDATE + ledger INSERT, one transaction"
 NAME[2c]="2c SQL: SELECT FOR UPDATE + UPDATE"
 NAME[2d]="2d SQL: ledger INSERT alone"
 NAME[2e]="2e SQL: INSERT into a copy of inventory.ledger (its 3 indexes)"
+NAME[2f]="2f SQL: the same INSERT ... ON CONFLICT DO NOTHING"
 NAME[3]="3 Redis: EVALSHA check-and-DECRBY (in memory)"
 NAME[4]="4 inventory: reserve, hot SKU, succeeds"
 NAME[5]="5 inventory: reserve, hot SKU, sold out"
 NAME[6]="6 inventory: reserve, $(fmt "$NSKUS") SKUs uniform"
 NAME[7]="7 inventory: reserve + confirm/cancel/expire"
-BASE=([1b]=1 [1c]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [3]=1 [4]=2b [5]=1 [6]=2b [7]=2b)
+BASE=([1b]=1 [1c]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [2f]=2d [3]=1 [4]=2b [5]=1 [6]=2b [7]=2b)
 
 report() {
 	local id c b
@@ -588,6 +601,7 @@ report() {
 	r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2b/$TC]:-}"); echo "| case 4 ≥ 10× case 2b | ${r}× | $(verdict "$r" '>=' 10) |"
 	r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2d/$TC]:-}"); echo "| case 4 ≥ 0.8× case 2d | ${r}× | $(verdict "$r" '>=' 0.8) |"
 	r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2e/$TC]:-}"); echo "| (case 4 / case 2e: a reserve against the bare insert of its own row) | ${r}× | — |"
+	r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2f/$TC]:-}"); echo "| (case 4 / case 2f: a reserve against the insert of its own row that answers a replay) | ${r}× | — |"
 	r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1/$TC]:-}"); echo "| case 5 ≥ 0.9× case 1 | ${r}× | $(verdict "$r" '>=' 0.9) |"
 	r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1b/$TC]:-}"); echo "| (case 5 / case 1b: a refusal against the floor of its call form) | ${r}× | — |"
 	r=$(ratio "${TPS[1c/$TC]:-}" "${TPS[1/$TC]:-}"); echo "| (case 1c / case 1: the key's index probe alone, in SQL) | ${r}× | — |"
