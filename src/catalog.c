@@ -30,6 +30,8 @@ InvalidateCatalog(Datum arg, Oid relid)
 		relid == catalog.sku_rel ||
 		relid == catalog.ledger_rel ||
 		relid == catalog.ledger_key_index ||
+		relid == catalog.ledger_sku_index ||
+		relid == catalog.sku_key_index ||
 		relid == catalog.result_rel)
 	{
 		catalog_valid = false;
@@ -86,6 +88,8 @@ InvGetCatalog(void)
 	catalog.sku_rel = RequiredRelation("sku");
 	catalog.ledger_rel = RequiredRelation("ledger");
 	catalog.ledger_key_index = RequiredRelation("ledger_pkey");
+	catalog.ledger_sku_index = RequiredRelation("ledger_sku_idx");
+	catalog.sku_key_index = RequiredRelation("sku_pkey");
 	catalog.state_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 										 CStringGetDatum("state"),
 										 ObjectIdGetDatum(catalog.schema));

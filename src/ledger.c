@@ -6,7 +6,7 @@
  * unfolded ledger rows.  LedgerEffect() is the one definition of what a row
  * contributes; the inventory.stock view calls it through the effect_*
  * functions, the trigger calls it to turn a row change into a change of the
- * counters, and the cache is loaded from the view.  Nothing else computes
+ * counters, and LedgerReadTruth() to load the cache.  Nothing else computes
  * counters from rows.
  */
 #include "postgres.h"
@@ -18,6 +18,7 @@
 #include "access/xact.h"
 #include "commands/trigger.h"
 #include "common/hashfn.h"
+#include "common/int.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -283,42 +284,108 @@ LedgerInsert(const LedgerNew *m)
  * settled movements not folded yet, if asked.  Returns false when the SKU
  * does not exist.
  */
-static InvStmt read_truth = {
-	"SELECT st.on_hand, st.reserved, st.version,"
-	" (SELECT pg_catalog.count(*) FROM inventory.ledger l"
-	"   WHERE l.sku OPERATOR(pg_catalog.=) $1 AND NOT l.folded"
-	"   AND (l.state IS NULL OR l.state OPERATOR(pg_catalog.<>) 'PENDING'))"
-	" FROM inventory.stock st WHERE st.sku OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
-
+/*
+ * Reads a SKU's counters from the tables: its base row in inventory.sku plus
+ * the effect of its unfolded movements, as inventory.stock computes them,
+ * with the latest snapshot.  Returns false when the SKU does not exist.
+ * *unfolded, if asked, counts the settled movements not folded yet.
+ *
+ * The movements are read by a plain scan of ledger_sku_idx for (sku, not
+ * folded), never through the planner: right after a fold the index still
+ * holds an entry for each replaced row version, and a plan chosen on stale
+ * statistics (a bitmap scan, or the expiry index) would read them all on
+ * every load.  An index scan reads them once and marks them dead, so the
+ * next load of the SKU skips them even before VACUUM.
+ */
 bool
 LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 {
-	Datum		arg = CStringGetTextDatum(sku);
-	int			spi = InvSpiConnect();
+	const InvCatalog *cat = InvGetCatalog();
+	text	   *sku_text = cstring_to_text(sku);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	Relation	heap;
+	Relation	index;
+	TupleTableSlot *slot;
+	IndexScanDesc scan;
+	ScanKeyData keys[2];
 	bool		found;
+	bool		isnull;
 
-	found = InvStmtRun(&read_truth, &arg, NULL, true, 1) == 1;
+	memset(truth, 0, sizeof(*truth));
+	if (unfolded)
+		*unfolded = 0;
+
+	/* the base row */
+	heap = table_open(cat->sku_rel, AccessShareLock);
+	index = index_open(cat->sku_key_index, AccessShareLock);
+	slot = table_slot_create(heap, NULL);
+	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   index->rd_indcollation[0], F_TEXTEQ,
+						   PointerGetDatum(sku_text));
+	scan = index_beginscan(heap, index, snapshot, 1, 0);
+	index_rescan(scan, keys, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	if (found)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
+		truth->on_hand = DatumGetInt64(slot_getattr(slot, cat->s_on_hand, &isnull));
+		truth->version = DatumGetInt64(slot_getattr(slot, cat->s_version, &isnull));
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
 
-		truth->on_hand = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		truth->reserved = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
-		truth->version = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-		if (unfolded)
-			*unfolded = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
-	}
-	else
+	/* and its unfolded movements */
+	if (found)
 	{
-		memset(truth, 0, sizeof(*truth));
-		if (unfolded)
-			*unfolded = 0;
+		heap = table_open(cat->ledger_rel, AccessShareLock);
+		index = index_open(cat->ledger_sku_index, AccessShareLock);
+		slot = table_slot_create(heap, NULL);
+		ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
+							   index->rd_indcollation[0], F_TEXTEQ,
+							   PointerGetDatum(sku_text));
+		ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
+							   InvalidOid, F_BOOLEQ, BoolGetDatum(false));
+		scan = index_beginscan(heap, index, snapshot, 2, 0);
+		index_rescan(scan, keys, 2, NULL, 0);
+		while (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			text	   *kind_text;
+			InvKind		kind;
+			Datum		d;
+			bool		has_state;
+			InvState	state;
+			InvEffect	effect;
+
+			CHECK_FOR_INTERRUPTS();
+			kind_text = DatumGetTextPP(slot_getattr(slot, cat->l_kind, &isnull));
+			kind = LedgerParseKind(VARDATA_ANY(kind_text), VARSIZE_ANY_EXHDR(kind_text));
+			d = slot_getattr(slot, cat->l_state, &isnull);
+			has_state = !isnull;
+			state = isnull ? INV_PENDING : DatumGetInvState(d);
+			LedgerEffect(kind,
+						 has_state, state,
+						 DatumGetInt64(slot_getattr(slot, cat->l_qty, &isnull)),
+						 &effect);
+			if (pg_add_s64_overflow(truth->on_hand, effect.on_hand, &truth->on_hand) ||
+				pg_add_s64_overflow(truth->reserved, effect.reserved, &truth->reserved) ||
+				pg_add_s64_overflow(truth->version, effect.version, &truth->version))
+				ereport(ERROR,
+						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+						 errmsg("counters of sku \"%s\" are out of range for type bigint", sku),
+						 errhint("Let the worker fold the SKU's settled movements, or run inventory.fold().")));
+			if (unfolded && (!has_state || state != INV_PENDING))
+				(*unfolded)++;
+		}
+		index_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+		/* keep the locks until the end of the transaction, as the executor does */
+		index_close(index, NoLock);
+		table_close(heap, NoLock);
 	}
-	InvSpiFinish(spi);
+
+	UnregisterSnapshot(snapshot);
+	pfree(sku_text);
 	return found;
 }
 
