@@ -6,7 +6,7 @@
 #   bench/run.sh [--smoke] [--duration SECONDS] [--clients "1 8 32 64"]
 #
 #   (default)   every case at 1, 8, 32 and 64 clients, 15 s per run after a
-#               3 s warm-up; takes about 15 minutes on 2 cores.
+#               3 s warm-up; takes about 25 minutes on 2 cores.
 #   --smoke     every case for ~1 s at 1 and 8 clients, small data; checks
 #               that each case produces a number (targets not enforced).
 #   --duration  seconds per measured run.
