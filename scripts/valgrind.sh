@@ -171,8 +171,7 @@ awk -v ext="$EXT_FRAME" -v out="$WORK/ext-errors" -v counts="$WORK/counts" '
 read -r VG_TOTAL VG_EXT <"$WORK/counts"
 CRASHES=$(grep -c 'exited with exit code 128' "$CLUSTER/server.log")
 
-PASSED=0
-FAILED=0
+. "$(dirname "${BASH_SOURCE[0]}")/tally.sh"
 echo
 echo "valgrind: $(ls "$VGLOGS" | wc -l) processes logged; $VG_TOTAL errors after" \
 	"suppressions, $VG_EXT of them in inventory.so; $CRASHES processes exited" \
@@ -202,5 +201,4 @@ else
 	[ -f "$WORK/tree/regression.diffs" ] && head -150 "$WORK/tree/regression.diffs"
 fi
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+tally_end

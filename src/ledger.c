@@ -125,6 +125,91 @@ LedgerCheckOrderId(const char *order_id, int len)
 }
 
 /*
+ * An index scan of one of the extension's tables with a snapshot of the
+ * caller's.  Open it, set its keys against ks->index, start it, read
+ * ks->slot, end it.  The locks stay to the end of the transaction, as the
+ * executor keeps them.
+ */
+typedef struct KeyScan
+{
+	Relation	heap;
+	Relation	index;
+	TupleTableSlot *slot;
+	IndexScanDesc scan;
+} KeyScan;
+
+static void
+KeyScanOpen(KeyScan *ks, Oid heapid, Oid indexid)
+{
+	ks->heap = table_open(heapid, AccessShareLock);
+	ks->index = index_open(indexid, AccessShareLock);
+	ks->slot = table_slot_create(ks->heap, NULL);
+	ks->scan = NULL;
+}
+
+/* the key on the index's first column, a text */
+static void
+KeyScanTextKey(KeyScan *ks, ScanKey key, text *value)
+{
+	ScanKeyEntryInitialize(key, 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   ks->index->rd_indcollation[0], F_TEXTEQ,
+						   PointerGetDatum(value));
+}
+
+static void
+KeyScanStart(KeyScan *ks, Snapshot snapshot, ScanKey keys, int nkeys)
+{
+	ks->scan = index_beginscan(ks->heap, ks->index, snapshot, nkeys, 0);
+	index_rescan(ks->scan, keys, nkeys, NULL, 0);
+}
+
+static bool
+KeyScanNext(KeyScan *ks)
+{
+	return index_getnext_slot(ks->scan, ForwardScanDirection, ks->slot);
+}
+
+static void
+KeyScanEnd(KeyScan *ks)
+{
+	index_endscan(ks->scan);
+	ExecDropSingleTupleTableSlot(ks->slot);
+	index_close(ks->index, NoLock);
+	table_close(ks->heap, NoLock);
+}
+
+/* A ledger row, as far as the API needs it. */
+static void
+DecodeMovement(const InvCatalog *cat, TupleTableSlot *slot, LedgerMovement *movement)
+{
+	bool		isnull;
+	Datum		d;
+	text	   *t;
+
+	d = slot_getattr(slot, cat->l_kind, &isnull);
+	t = DatumGetTextPP(d);
+	movement->kind = LedgerParseKind(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+
+	d = slot_getattr(slot, cat->l_sku, &isnull);
+	t = DatumGetTextPP(d);
+	text_to_cstring_buffer(t, movement->sku, sizeof(movement->sku));
+
+	movement->qty = DatumGetInt64(slot_getattr(slot, cat->l_qty, &isnull));
+
+	d = slot_getattr(slot, cat->l_counted, &isnull);
+	movement->has_counted = !isnull;
+	movement->counted = isnull ? 0 : DatumGetInt64(d);
+
+	d = slot_getattr(slot, cat->l_state, &isnull);
+	movement->has_state = !isnull;
+	movement->state = isnull ? INV_PENDING : DatumGetInvState(d);
+
+	d = slot_getattr(slot, cat->l_expires_at, &isnull);
+	movement->has_expires_at = !isnull;
+	movement->expires_at = isnull ? 0 : DatumGetTimestampTz(d);
+}
+
+/*
  * Looks a movement up by its key, reading only the key's index entry and its
  * row, with a fresh snapshot: what is committed now, and what this
  * transaction wrote.  The caller holds the key's lock (LedgerLockKey), so no
@@ -137,65 +222,23 @@ LedgerFindMovement(const char *order_id, int len, int32 batch_id,
 				   LedgerMovement *movement)
 {
 	const InvCatalog *cat = InvGetCatalog();
-	Relation	heap;
-	Relation	index;
-	TupleTableSlot *slot;
-	ScanKeyData keys[2];
-	IndexScanDesc scan;
-	Snapshot	snapshot;
 	text	   *order_text = cstring_to_text_with_len(order_id, len);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ScanKeyData keys[2];
+	KeyScan		ks;
 	bool		found;
 
-	heap = table_open(cat->ledger_rel, AccessShareLock);
-	index = index_open(cat->ledger_key_index, AccessShareLock);
-	slot = table_slot_create(heap, NULL);
-
-	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   index->rd_indcollation[0], F_TEXTEQ,
-						   PointerGetDatum(order_text));
+	KeyScanOpen(&ks, cat->ledger_rel, cat->ledger_key_index);
+	KeyScanTextKey(&ks, &keys[0], order_text);
 	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
 						   InvalidOid, F_INT4EQ, Int32GetDatum(batch_id));
-
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	scan = index_beginscan(heap, index, snapshot, 2, 0);
-	index_rescan(scan, keys, 2, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	index_endscan(scan);
-	UnregisterSnapshot(snapshot);
-
+	KeyScanStart(&ks, snapshot, keys, 2);
+	found = KeyScanNext(&ks);
 	if (found)
-	{
-		bool		isnull;
-		Datum		d;
-		text	   *t;
+		DecodeMovement(cat, ks.slot, movement);
+	KeyScanEnd(&ks);
 
-		d = slot_getattr(slot, cat->l_kind, &isnull);
-		t = DatumGetTextPP(d);
-		movement->kind = LedgerParseKind(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
-
-		d = slot_getattr(slot, cat->l_sku, &isnull);
-		t = DatumGetTextPP(d);
-		text_to_cstring_buffer(t, movement->sku, sizeof(movement->sku));
-
-		movement->qty = DatumGetInt64(slot_getattr(slot, cat->l_qty, &isnull));
-
-		d = slot_getattr(slot, cat->l_counted, &isnull);
-		movement->has_counted = !isnull;
-		movement->counted = isnull ? 0 : DatumGetInt64(d);
-
-		d = slot_getattr(slot, cat->l_state, &isnull);
-		movement->has_state = !isnull;
-		movement->state = isnull ? INV_PENDING : DatumGetInvState(d);
-
-		d = slot_getattr(slot, cat->l_expires_at, &isnull);
-		movement->has_expires_at = !isnull;
-		movement->expires_at = isnull ? 0 : DatumGetTimestampTz(d);
-	}
-
-	ExecDropSingleTupleTableSlot(slot);
-	/* keep the locks until the end of the transaction, as the executor does */
-	index_close(index, NoLock);
-	table_close(heap, NoLock);
+	UnregisterSnapshot(snapshot);
 	pfree(order_text);
 	return found;
 }
@@ -278,17 +321,12 @@ LedgerInsert(const LedgerNew *m)
 }
 
 /*
- * Reads a SKU's counters from the tables through inventory.stock, with a
- * fresh snapshot rather than the transaction's: the cache must hold what is
- * committed now, whatever the caller's isolation level.  Also counts the
- * settled movements not folded yet, if asked.  Returns false when the SKU
- * does not exist.
- */
-/*
  * Reads a SKU's counters from the tables: its base row in inventory.sku plus
- * the effect of its unfolded movements, as inventory.stock computes them,
- * with the latest snapshot.  Returns false when the SKU does not exist.
- * *unfolded, if asked, counts the settled movements not folded yet.
+ * the effect of its unfolded movements, as inventory.stock adds them up.
+ * With a fresh snapshot rather than the transaction's: the cache must hold
+ * what is committed now, whatever the caller's isolation level.  Returns
+ * false when the SKU does not exist.  *unfolded, if asked, counts the
+ * settled movements not folded yet.
  *
  * The movements are read by a plain scan of ledger_sku_idx for (sku, not
  * folded), never through the planner: right after a fold the index still
@@ -303,11 +341,8 @@ LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 	const InvCatalog *cat = InvGetCatalog();
 	text	   *sku_text = cstring_to_text(sku);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	Relation	heap;
-	Relation	index;
-	TupleTableSlot *slot;
-	IndexScanDesc scan;
 	ScanKeyData keys[2];
+	KeyScan		ks;
 	bool		found;
 	bool		isnull;
 
@@ -316,57 +351,33 @@ LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 		*unfolded = 0;
 
 	/* the base row */
-	heap = table_open(cat->sku_rel, AccessShareLock);
-	index = index_open(cat->sku_key_index, AccessShareLock);
-	slot = table_slot_create(heap, NULL);
-	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   index->rd_indcollation[0], F_TEXTEQ,
-						   PointerGetDatum(sku_text));
-	scan = index_beginscan(heap, index, snapshot, 1, 0);
-	index_rescan(scan, keys, 1, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	KeyScanOpen(&ks, cat->sku_rel, cat->sku_key_index);
+	KeyScanTextKey(&ks, &keys[0], sku_text);
+	KeyScanStart(&ks, snapshot, keys, 1);
+	found = KeyScanNext(&ks);
 	if (found)
 	{
-		truth->on_hand = DatumGetInt64(slot_getattr(slot, cat->s_on_hand, &isnull));
-		truth->version = DatumGetInt64(slot_getattr(slot, cat->s_version, &isnull));
+		truth->on_hand = DatumGetInt64(slot_getattr(ks.slot, cat->s_on_hand, &isnull));
+		truth->version = DatumGetInt64(slot_getattr(ks.slot, cat->s_version, &isnull));
 	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, NoLock);
-	table_close(heap, NoLock);
+	KeyScanEnd(&ks);
 
 	/* and its unfolded movements */
 	if (found)
 	{
-		heap = table_open(cat->ledger_rel, AccessShareLock);
-		index = index_open(cat->ledger_sku_index, AccessShareLock);
-		slot = table_slot_create(heap, NULL);
-		ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-							   index->rd_indcollation[0], F_TEXTEQ,
-							   PointerGetDatum(sku_text));
+		KeyScanOpen(&ks, cat->ledger_rel, cat->ledger_sku_index);
+		KeyScanTextKey(&ks, &keys[0], sku_text);
 		ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
 							   InvalidOid, F_BOOLEQ, BoolGetDatum(false));
-		scan = index_beginscan(heap, index, snapshot, 2, 0);
-		index_rescan(scan, keys, 2, NULL, 0);
-		while (index_getnext_slot(scan, ForwardScanDirection, slot))
+		KeyScanStart(&ks, snapshot, keys, 2);
+		while (KeyScanNext(&ks))
 		{
-			text	   *kind_text;
-			InvKind		kind;
-			Datum		d;
-			bool		has_state;
-			InvState	state;
+			LedgerMovement m;
 			InvEffect	effect;
 
 			CHECK_FOR_INTERRUPTS();
-			kind_text = DatumGetTextPP(slot_getattr(slot, cat->l_kind, &isnull));
-			kind = LedgerParseKind(VARDATA_ANY(kind_text), VARSIZE_ANY_EXHDR(kind_text));
-			d = slot_getattr(slot, cat->l_state, &isnull);
-			has_state = !isnull;
-			state = isnull ? INV_PENDING : DatumGetInvState(d);
-			LedgerEffect(kind,
-						 has_state, state,
-						 DatumGetInt64(slot_getattr(slot, cat->l_qty, &isnull)),
-						 &effect);
+			DecodeMovement(cat, ks.slot, &m);
+			LedgerEffect(m.kind, m.has_state, m.state, m.qty, &effect);
 			if (pg_add_s64_overflow(truth->on_hand, effect.on_hand, &truth->on_hand) ||
 				pg_add_s64_overflow(truth->reserved, effect.reserved, &truth->reserved) ||
 				pg_add_s64_overflow(truth->version, effect.version, &truth->version))
@@ -374,14 +385,10 @@ LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 						 errmsg("counters of sku \"%s\" are out of range for type bigint", sku),
 						 errhint("Let the worker fold the SKU's settled movements, or run inventory.fold().")));
-			if (unfolded && (!has_state || state != INV_PENDING))
+			if (unfolded && (!m.has_state || m.state != INV_PENDING))
 				(*unfolded)++;
 		}
-		index_endscan(scan);
-		ExecDropSingleTupleTableSlot(slot);
-		/* keep the locks until the end of the transaction, as the executor does */
-		index_close(index, NoLock);
-		table_close(heap, NoLock);
+		KeyScanEnd(&ks);
 	}
 
 	UnregisterSnapshot(snapshot);
