@@ -34,10 +34,20 @@
  *	 change to a SKU pins its entry first, no change can be in flight while
  *	 the entry is absent or loading, and the loader's fresh snapshot -- taken
  *	 after the placeholder is in place -- sees every committed change.
+ *
+ * Recovery
+ * --------
+ * WAL replay changes the tables without passing the trigger, so an entry
+ * loaded during recovery would fall behind at once.  Nothing is loaded while
+ * RecoveryInProgress(): on a hot standby CacheRead() answers from the tables
+ * and every path that would pin or admit is refused before it gets here.
+ * The cache is therefore empty when a standby is promoted, and after
+ * promotion every SKU is loaded afresh from the tables, as after a restart.
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "common/int.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -205,6 +215,11 @@ EntryLoad(const InvKey *key)
 	int64		unfolded;
 	bool		found;
 	bool		exists;
+
+	/* see "Recovery" above; callers refuse before this on a standby */
+	if (RecoveryInProgress())
+		elog(ERROR, "inventory: sku \"%s\" cannot be cached during recovery",
+			 key->sku);
 
 	/*
 	 * Take the table locks the load needs before the placeholder exists, so
@@ -544,9 +559,31 @@ CacheView(InvEntry *entry, InvView *view)
 }
 
 /*
+ * A standby's answer: the SKU's committed counters, read from the tables
+ * with a fresh snapshot.  Nothing is in flight on a standby.
+ */
+static bool
+ReadFromTables(const InvKey *key, InvView *view)
+{
+	InvEffect	truth;
+	bool		exists;
+
+	exists = LedgerReadTruth(key->sku, &truth, &view->unfolded);
+	view->exists = exists;
+	view->on_hand = truth.on_hand;
+	view->reserved = truth.reserved;
+	view->version = truth.version;
+	view->holds = view->incoming = 0;
+	view->pins = 0;
+	view->gen = 0;
+	return exists;
+}
+
+/*
  * Reads the entry for key, loading it first when load is true.  Returns
  * false when the entry is absent (and not loaded), still loading, or the
- * SKU does not exist.
+ * SKU does not exist.  During recovery nothing is cached: with load, the
+ * counters come from the tables; without, there is no entry.
  */
 bool
 CacheRead(const InvKey *key, bool load, InvView *view)
@@ -554,6 +591,8 @@ CacheRead(const InvKey *key, bool load, InvView *view)
 	InvEntry   *entry;
 	bool		usable = false;
 
+	if (load && RecoveryInProgress())
+		return ReadFromTables(key, view);
 	if (load)
 		entry = EntryGet(key);
 	else
