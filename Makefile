@@ -18,7 +18,10 @@ OBJS = \
 	src/verify.o \
 	src/stats.o \
 	src/fold.o \
+	src/pool.o \
 	src/launcher.o \
+	src/restore.o \
+	src/utility.o \
 	src/worker.o
 
 DATA = $(wildcard inventory--*.sql)

@@ -72,6 +72,7 @@ struct InvEntry
 	bool		loading;		/* placeholder being filled by its loader */
 	bool		exists;			/* the SKU has a committed row */
 	bool		dropping;		/* a transaction is deleting the SKU's row */
+	bool		restoring;		/* a transaction is restoring its movements */
 	int32		pins;
 	int64		on_hand;
 	int64		reserved;
@@ -250,6 +251,7 @@ EntryLoad(const InvKey *key)
 	entry->loading = true;
 	entry->exists = false;
 	entry->dropping = false;
+	entry->restoring = false;
 	entry->pins = 0;
 	entry->on_hand = entry->reserved = entry->version = 0;
 	entry->holds = entry->incoming = 0;
@@ -348,6 +350,18 @@ EntryGet(const InvKey *key)
 	}
 }
 
+/* Another transaction is restoring the SKU's movements (restore.c). */
+void
+CacheRaiseRestoring(const InvKey *key)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_IN_USE),
+			 errmsg("sku \"%s\" is being restored by another transaction",
+					key->sku),
+			 errdetail("A COPY into inventory.ledger is loading its movements."),
+			 errhint("Retry when the restore has committed.")));
+}
+
 /*
  * Pins the entry for a change that is about to be written.  The caller
  * (xact.c) records the pin and unpins at the end of the transaction.
@@ -357,10 +371,12 @@ CachePin(const InvKey *key)
 {
 	InvEntry   *entry = EntryGet(key);
 	bool		dropping;
+	bool		restoring;
 
 	SpinLockAcquire(&entry->mutex);
 	dropping = entry->dropping;
-	if (!dropping)
+	restoring = entry->restoring;
+	if (!dropping && !restoring)
 	{
 		entry->pins++;
 		entry->gen++;
@@ -374,6 +390,8 @@ CachePin(const InvKey *key)
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("sku \"%s\" is being deleted by another transaction",
 						key->sku)));
+	if (restoring)
+		CacheRaiseRestoring(key);
 	return entry;
 }
 
@@ -397,7 +415,9 @@ CacheAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
 		entry = EntryGet(key);
 
 	SpinLockAcquire(&entry->mutex);
-	if (!entry->exists || (entry->dropping && !mine))
+	if (entry->restoring && !mine)
+		result = INV_ADMIT_RESTORING;
+	else if (!entry->exists || (entry->dropping && !mine))
 		result = INV_ADMIT_UNKNOWN;
 	else if (expected_version != NULL &&
 			 (entry->version != *expected_version ||
@@ -510,6 +530,49 @@ CacheSetDropping(InvEntry *entry, bool dropping)
 	return ok;
 }
 
+/*
+ * Marks the entry as being restored by the caller's transaction, which pins
+ * it, or takes the mark back.  Like the dropping flag: marking fails when
+ * any other transaction has a change to the SKU in flight, and while it is
+ * set no other transaction can pin the entry or be admitted.
+ */
+bool
+CacheSetRestoring(InvEntry *entry, bool restoring)
+{
+	bool		ok;
+
+	SpinLockAcquire(&entry->mutex);
+	ok = !restoring || entry->pins == 1;
+	if (ok)
+		entry->restoring = restoring;
+	SpinLockRelease(&entry->mutex);
+	return ok;
+}
+
+/*
+ * The check of a restore, when its statement ends: would the SKU's counters
+ * be within bounds once the restoring transaction commits?  own is all of
+ * that transaction's uncommitted change to the SKU, own_holds the holds it
+ * took for its other changes; the entry is marked restoring, so no other
+ * transaction can change it meanwhile.  Fills view with the counters as they
+ * would be.
+ */
+bool
+CacheCheckRestored(InvEntry *entry, const InvEffect *own, int64 own_holds,
+				   InvView *view)
+{
+	SpinLockAcquire(&entry->mutex);
+	FillView(entry, view);
+	SpinLockRelease(&entry->mutex);
+
+	if (pg_add_s64_overflow(view->on_hand, own->on_hand, &view->on_hand) ||
+		pg_add_s64_overflow(view->reserved, own->reserved, &view->reserved) ||
+		pg_add_s64_overflow(view->version, own->version, &view->version))
+		return false;
+	view->holds -= own_holds;
+	return view->reserved >= 0 && InvViewAvailable(view) >= 0;
+}
+
 /* Returns holds and incoming of work undone (a rolled-back savepoint). */
 void
 CacheRelease(InvEntry *entry, int64 hold, int64 incoming)
@@ -540,10 +603,10 @@ CacheSettle(InvEntry *entry, const InvSettle *s)
 		entry->exists = false;
 	if (s->was_dropping)
 		entry->dropping = false;
+	if (s->was_restoring)
+		entry->restoring = false;
 	InvCountersAdd(&entry->stats, &s->counts);
-	/* restocks and stocktakes are settled when made */
-	entry->unfolded += s->counts.confirms + s->counts.cancels +
-		s->counts.expiries + s->counts.restocks + s->counts.adjusts;
+	entry->unfolded += s->unfolded;
 	entry->pins--;
 	entry->gen++;
 	SpinLockRelease(&entry->mutex);

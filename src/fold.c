@@ -13,7 +13,8 @@
  *
  * The trigger allows these two writes only while inv_folding is set.  As
  * they change no counter, they pin no cache entry: a fold in flight is not
- * a change in flight for version-checked calls.  The
+ * a change in flight for version-checked calls.  Only movements whose SKU
+ * has its base row are folded: a restore may load the ledger first.  The
  * worker folds the SKUs that the cache knows to have settled movements
  * waiting; inventory.fold() looks at every SKU.
  */
@@ -35,6 +36,8 @@
 	"  SELECT ctid FROM inventory.ledger" \
 	"   WHERE " WHERE " AND NOT folded" \
 	"   AND (state IS NULL OR state OPERATOR(pg_catalog.<>) 'PENDING')" \
+	"   AND EXISTS (SELECT FROM inventory.sku s" \
+	"               WHERE s.sku OPERATOR(pg_catalog.=) inventory.ledger.sku)" \
 	"   LIMIT $1 FOR UPDATE SKIP LOCKED" \
 	"), marked AS (" \
 	"  UPDATE inventory.ledger l SET folded = true" \

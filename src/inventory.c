@@ -21,6 +21,8 @@
 #include "cache.h"
 #include "inventory.h"
 #include "launcher.h"
+#include "pool.h"
+#include "utility.h"
 #include "xact.h"
 
 PG_MODULE_MAGIC;
@@ -31,6 +33,8 @@ bool		inv_worker_enabled = true;
 int			inv_expire_interval = 1000;
 int			inv_expire_batch = 1000;
 int			inv_fold_batch = 10000;
+int			inv_max_workers = 2;
+int			inv_max_databases = 1000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -42,7 +46,7 @@ InventoryShmemRequest(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(add_size(CacheShmemSize(), WorkersShmemSize()));
+	RequestAddinShmemSpace(add_size(CacheShmemSize(), PoolShmemSize()));
 	RequestNamedLWLockTranche("inventory", INV_NUM_LOCKS);
 }
 
@@ -53,7 +57,7 @@ InventoryShmemStartup(void)
 		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	CacheShmemInit();
-	WorkersShmemInit();
+	PoolShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -76,17 +80,33 @@ DefineSettings(void)
 							PGC_USERSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("inventory.max_workers",
+							"Background workers that expire and fold, at most, for all databases.",
+							"Each takes one of max_worker_processes while it visits a database.",
+							&inv_max_workers,
+							2, 1, 64,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("inventory.max_databases",
+							"Databases with the extension that the background workers serve, at most.",
+							"CREATE EXTENSION inventory is refused beyond that many.",
+							&inv_max_databases,
+							1000, 1, 100000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
 	DefineCustomBoolVariable("inventory.worker_enabled",
 							 "Whether the background workers expire and fold.",
-							 "When off, the workers stay connected but idle.",
+							 "When off, no worker is sent to any database.",
 							 &inv_worker_enabled,
 							 true,
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("inventory.expire_interval",
-							"Time between two rounds of a background worker.",
-							"A worker whose last batch was full starts the next round at once.",
+							"Longest time an overdue reservation waits for a worker that is in its database.",
+							"A worker stays in a database while work falls due within this time and no other database waits.",
 							&inv_expire_interval,
 							1000, 10, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS,
@@ -129,7 +149,8 @@ _PG_init(void)
 	shmem_startup_hook = InventoryShmemStartup;
 
 	PendingRegisterCallbacks();
-	LauncherInstallHooks();
+	PoolRegisterCallbacks();
+	UtilityInstallHook();
 
 	/* pg_upgrade runs the server without workers */
 	if (IsBinaryUpgrade)

@@ -13,7 +13,7 @@
 
 /* LWLocks of the "inventory" tranche */
 #define INV_LOCK_CACHE			0
-#define INV_LOCK_WORKERS		1
+#define INV_LOCK_POOL			1
 #define INV_NUM_LOCKS			2
 
 /* settings (inventory.*) */
@@ -23,5 +23,7 @@ extern bool inv_worker_enabled;
 extern int	inv_expire_interval;	/* milliseconds */
 extern int	inv_expire_batch;
 extern int	inv_fold_batch;
+extern int	inv_max_workers;
+extern int	inv_max_databases;
 
 #endif							/* INVENTORY_H */

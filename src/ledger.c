@@ -325,8 +325,10 @@ LedgerInsert(const LedgerNew *m)
  * the effect of its unfolded movements, as inventory.stock adds them up.
  * With a fresh snapshot rather than the transaction's: the cache must hold
  * what is committed now, whatever the caller's isolation level.  Returns
- * false when the SKU does not exist.  *unfolded, if asked, counts the
- * settled movements not folded yet.
+ * false when the SKU does not exist; its counters are then the sum of its
+ * movements alone, which only a restore that loads the ledger before
+ * inventory.sku leaves there for a while (restore.c).  *unfolded, if asked,
+ * counts the settled movements not folded yet.
  *
  * The movements are read by a plain scan of ledger_sku_idx for (sku, not
  * folded), never through the planner: right after a fold the index still
@@ -363,7 +365,6 @@ LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 	KeyScanEnd(&ks);
 
 	/* and its unfolded movements */
-	if (found)
 	{
 		KeyScanOpen(&ks, cat->ledger_rel, cat->ledger_sku_index);
 		KeyScanTextKey(&ks, &keys[0], sku_text);

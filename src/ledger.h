@@ -28,6 +28,14 @@ typedef struct InvEffect
 	int64		version;
 } InvEffect;
 
+static inline void
+InvEffectAdd(InvEffect *dst, const InvEffect *src)
+{
+	dst->on_hand += src->on_hand;
+	dst->reserved += src->reserved;
+	dst->version += src->version;
+}
+
 /* A movement found by its (order_id, batch_id) key. */
 typedef struct LedgerMovement
 {

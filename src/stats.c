@@ -1,16 +1,19 @@
 /*
  * stats.c
- *	  Views of the cache: per-SKU statistics and the cache's own figures.
- *	  Only the current database's entries are shown.
+ *	  Views of shared memory: per-SKU statistics and the cache's own
+ *	  figures (only the current database's SKUs are shown), and the
+ *	  background workers' view of every database they serve.
  */
 #include "postgres.h"
 
+#include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "cache.h"
+#include "pool.h"
 
 #define SKU_STATS_COLS 18
 
@@ -82,4 +85,97 @@ inventory_cache_info(PG_FUNCTION_ARGS)
 	v[3] = Int64GetDatum(info.loads);
 	v[4] = Int64GetDatum(info.evictions);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), v, nulls)));
+}
+
+/*
+ * inventory.worker_status, in the shape of version 0.2.  Version 0.1's
+ * function, bound to the symbol without a suffix, had other columns; it
+ * keeps working with this library until ALTER EXTENSION inventory UPDATE,
+ * as pg_stat_statements keeps its older versions.
+ */
+typedef enum StatusShape
+{
+	STATUS_0_1,
+	STATUS_0_2
+} StatusShape;
+
+#define WORKER_STATUS_COLS 11
+
+static Datum
+WorkerStatus(FunctionCallInfo fcinfo, StatusShape shape)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PoolDbStatus *dbs;
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != WORKER_STATUS_COLS)
+		elog(ERROR, "inventory.worker_status() has %d columns, expected %d",
+			 rsinfo->setDesc->natts, WORKER_STATUS_COLS);
+	dbs = PoolCopyStatus(&n);
+	for (int i = 0; i < n; i++)
+	{
+		PoolDbStatus *d = &dbs[i];
+		Datum		v[WORKER_STATUS_COLS];
+		bool		nulls[WORKER_STATUS_COLS];
+		Interval   *lag = palloc0(sizeof(Interval));
+		/* the name now: the launcher's copy may be a rename behind */
+		char	   *name = get_database_name(d->dboid);
+		int			c = 0;
+
+		memset(nulls, 0, sizeof(nulls));
+		lag->time = d->lag_usecs;
+		v[c++] = ObjectIdGetDatum(d->dboid);
+		v[c++] = CStringGetTextDatum(name ? name : NameStr(d->datname));
+		if (shape == STATUS_0_1)
+		{
+			/* pid, state, started_at, last_run, rounds, expired, folded, lag, last_wake */
+			nulls[c] = (d->pid == 0);
+			v[c++] = Int32GetDatum(d->pid);
+			v[c++] = CStringGetTextDatum(d->state);
+			nulls[c] = (d->started_at == 0);
+			v[c++] = TimestampTzGetDatum(d->started_at);
+			nulls[c] = (d->last_visit == 0);
+			v[c++] = TimestampTzGetDatum(d->last_visit);
+			v[c++] = Int64GetDatum(d->visits);
+			v[c++] = Int64GetDatum(d->expired);
+			v[c++] = Int64GetDatum(d->folded);
+			v[c++] = IntervalPGetDatum(lag);
+			nulls[c] = (d->last_visit == 0);
+			v[c++] = TimestampTzGetDatum(d->last_visit);
+		}
+		else
+		{
+			v[c++] = CStringGetTextDatum(d->state);
+			nulls[c] = (d->pid == 0);
+			v[c++] = Int32GetDatum(d->pid);
+			nulls[c] = (d->started_at == 0);
+			v[c++] = TimestampTzGetDatum(d->started_at);
+			nulls[c] = (d->next_due == POOL_NOTHING_DUE);
+			v[c++] = TimestampTzGetDatum(d->next_due);
+			v[c++] = IntervalPGetDatum(lag);
+			nulls[c] = (d->last_visit == 0);
+			v[c++] = TimestampTzGetDatum(d->last_visit);
+			v[c++] = Int64GetDatum(d->visits);
+			v[c++] = Int64GetDatum(d->expired);
+			v[c++] = Int64GetDatum(d->folded);
+		}
+		Assert(c == WORKER_STATUS_COLS);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(inventory_worker_status);
+Datum
+inventory_worker_status(PG_FUNCTION_ARGS)
+{
+	return WorkerStatus(fcinfo, STATUS_0_1);
+}
+
+PG_FUNCTION_INFO_V1(inventory_worker_status_0_2);
+Datum
+inventory_worker_status_0_2(PG_FUNCTION_ARGS)
+{
+	return WorkerStatus(fcinfo, STATUS_0_2);
 }

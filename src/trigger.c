@@ -31,6 +31,8 @@
 #include "fold.h"
 #include "inventory.h"
 #include "ledger.h"
+#include "pool.h"
+#include "restore.h"
 #include "spi.h"
 #include "state.h"
 #include "xact.h"
@@ -142,8 +144,9 @@ TextEqual(text *a, text *b)
 		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
 }
 
+/* What every movement, new or restored, must be. */
 static void
-CheckNewMovement(const LedgerTuple *row)
+CheckMovement(const LedgerTuple *row)
 {
 	LedgerCheckOrderId(VARDATA_ANY(row->order_id), VARSIZE_ANY_EXHDR(row->order_id));
 	if (!row->has_batch_id)
@@ -154,34 +157,12 @@ CheckNewMovement(const LedgerTuple *row)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("qty must not be null")));
-	if (row->folded)
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("a new movement cannot be folded"),
-				 errdetail("Only the worker folds settled movements into inventory.sku.")));
 	if (row->kind != INV_KIND_ADJUST && row->qty <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("qty of a %s must be positive", LedgerKindName(row->kind)),
 				 errdetail("The row has qty %lld.", (long long) row->qty)));
-	if (row->kind == INV_KIND_RESERVE)
-	{
-		if (row->state != INV_PENDING)
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("a new reservation must be PENDING, not %s",
-							InvStateName(row->state)),
-					 errdetail("A reservation is settled by confirm, cancel or expiry after it is made.")));
-		if (row->has_settled_at)
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("a new reservation cannot have settled_at")));
-		if (row->has_counted)
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("only a stocktake (adjust) has a counted value")));
-	}
-	else
+	if (row->kind != INV_KIND_RESERVE)
 	{
 		if (row->has_state || row->has_expires_at || row->has_settled_at)
 			ereport(ERROR,
@@ -197,6 +178,81 @@ CheckNewMovement(const LedgerTuple *row)
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("counted of a stocktake must not be negative")));
+	}
+	else if (row->has_counted)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("only a stocktake (adjust) has a counted value")));
+}
+
+/*
+ * A movement restored by COPY (restore.c) may be in any state and folded,
+ * but only as the state machine and the worker leave a movement: a settled
+ * reservation has settled_at, no earlier than created_at and, when it
+ * expired, no earlier than expires_at; a PENDING one has neither settled_at
+ * nor a fold.
+ */
+static void
+CheckRestoredMovement(const LedgerTuple *row)
+{
+	CheckMovement(row);
+	if (row->kind != INV_KIND_RESERVE)
+		return;
+	if (!row->has_state || !row->has_expires_at)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a restored reservation must have a state and expires_at")));
+	if (row->state == INV_PENDING)
+	{
+		if (row->has_settled_at || row->folded)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("a restored PENDING reservation cannot have settled_at or be folded")));
+		return;
+	}
+	if (!row->has_settled_at)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a restored %s reservation must have settled_at",
+						InvStateName(row->state))));
+	if (row->settled_at < row->created_at)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("a restored reservation cannot be settled before it was made"),
+				 errdetail("It was made at %s and settled at %s.",
+						   timestamptz_to_str(row->created_at),
+						   pstrdup(timestamptz_to_str(row->settled_at)))));
+	if (row->state == INV_EXPIRED && row->settled_at < row->expires_at)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("a restored reservation cannot have expired before its expires_at"),
+				 errdetail("It expires at %s and was expired at %s.",
+						   timestamptz_to_str(row->expires_at),
+						   pstrdup(timestamptz_to_str(row->settled_at)))));
+}
+
+/* What a new movement, inserted by a call or by hand, must be. */
+static void
+CheckNewMovement(const LedgerTuple *row)
+{
+	CheckMovement(row);
+	if (row->folded)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("a new movement cannot be folded"),
+				 errdetail("Only the worker folds settled movements into inventory.sku.")));
+	if (row->kind == INV_KIND_RESERVE)
+	{
+		if (row->state != INV_PENDING)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("a new reservation must be PENDING, not %s",
+							InvStateName(row->state)),
+					 errdetail("A reservation is settled by confirm, cancel or expiry after it is made.")));
+		if (row->has_settled_at)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("a new reservation cannot have settled_at")));
 	}
 }
 
@@ -253,6 +309,16 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 	}
 
 	DecodeLedger(cat, td->tg_trigtuple, desc, TRIGGER_FIRED_BY_INSERT(ev) ? &new : &old);
+
+	if (TRIGGER_FIRED_BY_INSERT(ev) && RestoreInProgress(cat->ledger_rel))
+	{
+		/* history, as pg_dump wrote it: checked, and taken as it is */
+		SkuKey(new.sku, &key);
+		CheckRestoredMovement(&new);
+		PendingPin(&key);
+		PendingMarkRestoring(&key);
+		return td->tg_trigtuple;
+	}
 
 	if (TRIGGER_FIRED_BY_INSERT(ev))
 	{
@@ -357,34 +423,46 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 	LedgerTuple new;
 	InvEffect	eold = {0, 0, 0};
 	InvEffect	enew = {0, 0, 0};
-	InvEffect	delta;
-	InvCounters counts;
+	InvRowChange rc;
 	InvKey		key;
 
 	if (TRIGGER_FIRED_BY_DELETE(ev))
 		return;					/* only folded rows are deleted: no effect */
 
-	memset(&counts, 0, sizeof(counts));
+	memset(&rc, 0, sizeof(rc));
 	if (TRIGGER_FIRED_BY_INSERT(ev))
 	{
 		DecodeLedger(cat, td->tg_trigtuple, desc, &new);
 		SkuKey(new.sku, &key);
-		if (!PendingSkuExists(&key))
+		rc.restored = RestoreInProgress(cat->ledger_rel);
+		/* a restore may load the ledger before inventory.sku */
+		if (!rc.restored && !PendingSkuExists(&key))
 			ereport(ERROR,
 					(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
 					 errmsg("sku \"%s\" does not exist", key.sku),
 					 errhint("Create it with inventory.restock() or by inserting it into inventory.sku.")));
-		switch (new.kind)
+		if (rc.restored)
 		{
-			case INV_KIND_RESERVE:
-				counts.reserves = 1;
-				break;
-			case INV_KIND_RESTOCK:
-				counts.restocks = 1;
-				break;
-			case INV_KIND_ADJUST:
-				counts.adjusts = 1;
-				break;
+			/* history: it adds no statistics, but may wait to be folded */
+			if (!new.folded && (new.kind != INV_KIND_RESERVE || new.state != INV_PENDING))
+				rc.unfolded = 1;
+		}
+		else
+		{
+			switch (new.kind)
+			{
+				case INV_KIND_RESERVE:
+					rc.counts.reserves = 1;
+					break;
+				case INV_KIND_RESTOCK:
+					rc.counts.restocks = 1;
+					rc.unfolded = 1;	/* settled when made */
+					break;
+				case INV_KIND_ADJUST:
+					rc.counts.adjusts = 1;
+					rc.unfolded = 1;
+					break;
+			}
 		}
 	}
 	else
@@ -402,19 +480,27 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 		if (new.kind == INV_KIND_RESERVE && old.state != new.state)
 		{
 			if (new.state == INV_CONFIRMED)
-				counts.confirms = 1;
+				rc.counts.confirms = 1;
 			else if (new.state == INV_CANCELLED)
-				counts.cancels = 1;
+				rc.counts.cancels = 1;
 			else if (new.state == INV_EXPIRED)
-				counts.expiries = 1;
+				rc.counts.expiries = 1;
+			rc.unfolded = 1;
 		}
 	}
 	RowEffect(&new, &enew);
 
-	delta.on_hand = enew.on_hand - eold.on_hand;
-	delta.reserved = enew.reserved - eold.reserved;
-	delta.version = enew.version - eold.version;
-	PendingRowChange(&key, &delta, 0, &counts);
+	rc.delta.on_hand = enew.on_hand - eold.on_hand;
+	rc.delta.reserved = enew.reserved - eold.reserved;
+	rc.delta.version = enew.version - eold.version;
+	PendingRowChange(&key, &rc);
+
+	/* tell the workers when this row needs them, once it commits */
+	if (new.kind == INV_KIND_RESERVE && new.state == INV_PENDING && new.has_expires_at)
+		PoolNoteDue(new.expires_at);
+	if (rc.unfolded > 0)
+		PoolNoteDue(TimestampTzPlusMilliseconds(GetCurrentStatementStartTimestamp(),
+												inv_expire_interval));
 }
 
 /*
@@ -475,11 +561,21 @@ SkuBefore(TriggerData *td, const InvCatalog *cat)
 
 	if (TRIGGER_FIRED_BY_INSERT(ev))
 	{
-		if (on_hand < 0 || version < 0)
+		/*
+		 * A restored base may be below zero: folds take settled movements in
+		 * no particular order, so a sale can be folded before the restock
+		 * that supplied it.  The ledger restored after it brings the SKU back
+		 * within bounds, or that restore fails.
+		 */
+		bool		restoring = RestoreInProgress(cat->sku_rel);
+
+		if (version < 0 || (on_hand < 0 && !restoring))
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("on_hand and version of a new sku must not be negative")));
 		PendingPin(&key);
+		if (restoring)
+			PendingMarkRestoring(&key);
 		return td->tg_trigtuple;
 	}
 
@@ -536,9 +632,8 @@ SkuAfter(TriggerData *td, const InvCatalog *cat)
 	text	   *sku;
 	int64		on_hand;
 	int64		version;
-	InvEffect	delta = {0, 0, 0};
+	InvRowChange rc;
 	InvKey		key;
-	int			exists;
 
 	/* only the fold changes the base of a SKU, and that changes no counter */
 	if (TRIGGER_FIRED_BY_UPDATE(ev))
@@ -547,19 +642,22 @@ SkuAfter(TriggerData *td, const InvCatalog *cat)
 	GetSkuRow(cat, td->tg_trigtuple, desc, &sku, &on_hand, &version);
 	SkuKey(sku, &key);
 
+	memset(&rc, 0, sizeof(rc));
 	if (TRIGGER_FIRED_BY_INSERT(ev))
 	{
-		delta.on_hand = on_hand;
-		delta.version = version;
-		exists = 1;
+		rc.delta.on_hand = on_hand;
+		rc.delta.version = version;
+		rc.exists = 1;
+		/* a restored base may be below zero: checked at the end */
+		rc.restored = RestoreInProgress(cat->sku_rel);
 	}
 	else
 	{
-		delta.on_hand = -on_hand;
-		delta.version = -version;
-		exists = -1;
+		rc.delta.on_hand = -on_hand;
+		rc.delta.version = -version;
+		rc.exists = -1;
 	}
-	PendingRowChange(&key, &delta, exists, NULL);
+	PendingRowChange(&key, &rc);
 }
 
 PG_FUNCTION_INFO_V1(inventory_enforce);

@@ -1,18 +1,19 @@
 /*
  * worker.c
- *	  A database's background worker: expires overdue reservations and
- *	  folds settled movements, round after round.
+ *	  A visit of a pool worker to a database: expires overdue reservations
+ *	  and folds settled movements, round after round, while work is due.
  *
- * Each round runs two short transactions: one expires up to
+ * The launcher sends a worker to a database when its work falls due
+ * (pool.c).  Each round runs two short transactions: one expires up to
  * inventory.expire_batch overdue PENDING reservations (ExpireOverdue, which
- * skips rows a buyer has locked and so never waits for one), the other folds
- * up to inventory.fold_batch settled movements into inventory.sku
- * (FoldSettled).  Both write through the tables, so the trigger updates the
- * cache as for any other write.  Between rounds the worker sleeps on its
- * latch for inventory.expire_interval, or not at all when a batch was full.
- * It reloads its settings on SIGHUP and leaves on SIGTERM; if it dies, the
- * launcher starts it again.  When the extension is not (or no longer) in its
- * database, it says so to the launcher and exits for good.
+ * skips rows a buyer has locked and so never waits for one), the other
+ * folds up to inventory.fold_batch settled movements into inventory.sku
+ * (FoldSettled) and reads when the next reservation falls due.  Both write
+ * through the tables, so the trigger updates the cache as for any other
+ * write.  The worker stays while more work falls due within
+ * inventory.expire_interval and no other database waits for a slot, and
+ * leaves otherwise; it reloads its settings on SIGHUP and leaves on SIGTERM.
+ * When the extension is not in its database, it says so and leaves.
  */
 #include "postgres.h"
 
@@ -35,7 +36,7 @@
 #include "cache.h"
 #include "fold.h"
 #include "inventory.h"
-#include "launcher.h"
+#include "pool.h"
 #include "spi.h"
 
 /* SKUs folded together in one statement */
@@ -49,22 +50,20 @@ ExtensionPresent(void)
 	return OidIsValid(get_extension_oid("inventory", true));
 }
 
-static InvStmt oldest_overdue = {
+static InvStmt next_expiry = {
 	"SELECT pg_catalog.min(expires_at) FROM inventory.ledger"
-	" WHERE NOT folded"
-	" AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp()"
-	" AND state OPERATOR(pg_catalog.=) 'PENDING'",
+	" WHERE NOT folded AND state OPERATOR(pg_catalog.=) 'PENDING'",
 	0
 };
 
-/* The expires_at of the oldest reservation still overdue, or 0. */
+/* The expires_at of the first PENDING reservation, or POOL_NOTHING_DUE. */
 static TimestampTz
-OldestOverdue(void)
+NextExpiry(void)
 {
-	TimestampTz result = 0;
+	TimestampTz result = POOL_NOTHING_DUE;
 	int			spi = InvSpiConnect();
 
-	if (InvStmtRun(&oldest_overdue, NULL, NULL, false, 1) == 1)
+	if (InvStmtRun(&next_expiry, NULL, NULL, false, 1) == 1)
 	{
 		bool		isnull;
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -76,25 +75,27 @@ OldestOverdue(void)
 	return result;
 }
 
-/* One round; returns true when a batch was full and more work is waiting. */
-static bool
+/* One round; reports what it did and when work is due next. */
+static void
 WorkerRound(void)
 {
 	int64		expired;
-	int64		folded;
-	TimestampTz oldest;
+	int64		folded = 0;
+	TimestampTz next;
+	TimestampTz now;
+	TimestampTz oldest_overdue = 0;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (!ExtensionPresent())
 	{
-		ereport(LOG,
-				(errmsg("inventory worker exiting: the extension is not installed in database \"%s\"",
+		ereport(DEBUG1,
+				(errmsg("inventory worker leaving: the extension is not installed in database \"%s\"",
 						get_database_name(MyDatabaseId))));
 		PopActiveSnapshot();
 		CommitTransactionCommand();
-		WorkerReportAbsent();
+		PoolReportAbsent();
 		proc_exit(0);
 	}
 	pgstat_report_activity(STATE_RUNNING, "inventory: expiring overdue reservations");
@@ -105,7 +106,6 @@ WorkerRound(void)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	folded = 0;
 	/* a backlog of overdue reservations comes first: fold once it is gone */
 	if (expired < inv_expire_batch)
 	{
@@ -118,35 +118,46 @@ WorkerRound(void)
 		if (nskus > 0)
 			folded = FoldSettled(skus, nskus, inv_fold_batch, false);
 	}
-	oldest = OldestOverdue();
+	next = NextExpiry();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 
+	now = GetCurrentTimestamp();
+	if (expired >= inv_expire_batch || folded >= inv_fold_batch)
+		next = now;				/* a full batch: more is waiting */
+	else if (next <= now)
+	{
+		/*
+		 * Overdue and not expired: a buyer held its row, or it fell due
+		 * since.  Try again in an interval.
+		 */
+		oldest_overdue = next;
+		next = TimestampTzPlusMilliseconds(now, inv_expire_interval);
+	}
 	pgstat_report_activity(STATE_IDLE, NULL);
 	pgstat_report_stat(false);
-	WorkerReportRound(expired, folded, oldest);
-	return expired >= inv_expire_batch || folded >= inv_fold_batch;
+	PoolVisitRound(expired, folded, next, oldest_overdue);
 }
 
 void
 inventory_worker_main(Datum main_arg)
 {
-	int			slotno = DatumGetInt32(main_arg);
 	Oid			dboid;
-
-	memcpy(&dboid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
-	WorkerAttach(slotno, dboid);
+	dboid = PoolWorkerAttach(DatumGetInt32(main_arg));
+	if (!OidIsValid(dboid))
+		proc_exit(0);			/* the database is wanted alone meanwhile */
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	pgstat_report_appname("inventory worker");
 
 	for (;;)
 	{
-		bool		more = false;
+		TimestampTz now;
+		TimestampTz until;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -154,19 +165,24 @@ inventory_worker_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		if (WorkerStopRequested())
-			proc_exit(1);		/* the launcher starts us again later */
+		if (!inv_worker_enabled)
+			break;
 
-		WorkerReportWake(inv_worker_enabled);
-		if (inv_worker_enabled)
-			more = WorkerRound();
+		PoolVisitBegin();
+		WorkerRound();
 
-		if (!more)
+		now = GetCurrentTimestamp();
+		if (!PoolWorkerStay(now, &until))
+			break;
+		if (until > now)
 		{
 			(void) WaitLatch(MyLatch,
 							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 inv_expire_interval, PG_WAIT_EXTENSION);
+							 TimestampDifferenceMilliseconds(now, until),
+							 PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
 		}
 	}
+	PoolVisitEnd();
+	proc_exit(0);
 }

@@ -33,8 +33,10 @@ typedef struct Touched
 	InvEntry   *entry;
 	int			last;			/* its latest change record, or -1 */
 	bool		dropping;		/* this transaction deletes its sku row */
+	bool		restoring;		/* this transaction restores its movements */
 	SubTransactionId pin_subid; /* subtransaction that pinned it */
 	SubTransactionId drop_subid;	/* subtransaction that set dropping */
+	SubTransactionId restore_subid; /* subtransaction that set restoring */
 	InvSettle	settle;			/* filled at the end of the transaction */
 } Touched;
 
@@ -49,6 +51,8 @@ typedef struct Change
 	int64		prepaid;		/* part of hold not yet bound to a row */
 	int64		incoming;		/* registered in shared memory */
 	int			exists;
+	int64		unfolded;
+	int64		restored;		/* movements restored (restore.c) */
 	InvCounters counts;
 } Change;
 
@@ -119,8 +123,10 @@ TouchedAdd(Touched *t, InvEntry *entry)
 	t->entry = entry;
 	t->last = -1;
 	t->dropping = false;
+	t->restoring = false;
 	t->pin_subid = GetCurrentSubTransactionId();
 	t->drop_subid = InvalidSubTransactionId;
+	t->restore_subid = InvalidSubTransactionId;
 	memset(&t->settle, 0, sizeof(InvSettle));
 	touched[ntouched++] = t;
 }
@@ -139,6 +145,7 @@ TouchedUnpinLast(void)
 	Assert(t->last < 0);
 	memset(&settle, 0, sizeof(settle));
 	settle.was_dropping = t->dropping;
+	settle.was_restoring = t->restoring;
 	CacheSettle(t->entry, &settle);
 	hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
 }
@@ -148,7 +155,7 @@ ChangeIsEmpty(const Change *c)
 {
 	return c->delta.on_hand == 0 && c->delta.reserved == 0 &&
 		c->delta.version == 0 && c->hold == 0 && c->incoming == 0 &&
-		c->exists == 0;
+		c->exists == 0 && c->unfolded == 0;
 }
 
 /*
@@ -248,6 +255,8 @@ PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
 		entry = t->entry;
 
 	result = CacheAdmit(key, &entry, qty, expected_version, view);
+	if (result == INV_ADMIT_RESTORING)
+		CacheRaiseRestoring(key);
 	if (result != INV_ADMIT_OK)
 	{
 		if (t != NULL && result == INV_ADMIT_UNKNOWN && PendingSkuExists(key))
@@ -358,10 +367,12 @@ RaiseInsufficient(const InvKey *key, int64 need, const InvView *view)
  * row has landed.  A change that lowers available binds a prepaid hold or
  * takes a new one, and fails if there is not enough; a change that raises
  * on_hand registers it as incoming, and fails if on_hand would overflow.
+ * The rows of a restore take no hold one by one: they come in no useful
+ * order, so their sum is checked when the restore's statement ends
+ * (PendingCheckRestored), while the SKU is marked restoring.
  */
 void
-PendingRowChange(const InvKey *key, const InvEffect *delta, int exists,
-				 const InvCounters *counts)
+PendingRowChange(const InvKey *key, const InvRowChange *rc)
 {
 	Touched    *t = TouchedFind(key);
 	Change	   *c;
@@ -369,10 +380,12 @@ PendingRowChange(const InvKey *key, const InvEffect *delta, int exists,
 
 	if (t == NULL)
 		elog(ERROR, "inventory: change to sku \"%s\" was not pinned", key->sku);
+	if (rc->restored && !t->restoring)
+		elog(ERROR, "inventory: restored sku \"%s\" is not marked", key->sku);
 	c = CurrentChange(t);
 
-	need = -(delta->on_hand - delta->reserved);
-	if (need > 0)
+	need = -(rc->delta.on_hand - rc->delta.reserved);
+	if (need > 0 && !rc->restored)
 	{
 		if (c->prepaid >= need)
 			c->prepaid -= need;
@@ -386,18 +399,18 @@ PendingRowChange(const InvKey *key, const InvEffect *delta, int exists,
 			c->hold += need;
 		}
 	}
-	if (delta->on_hand > 0)
+	if (rc->delta.on_hand > 0 && !rc->restored)
 	{
-		CacheAddIncoming(t->entry, delta->on_hand);
-		c->incoming += delta->on_hand;
+		CacheAddIncoming(t->entry, rc->delta.on_hand);
+		c->incoming += rc->delta.on_hand;
 	}
 
-	c->delta.on_hand += delta->on_hand;
-	c->delta.reserved += delta->reserved;
-	c->delta.version += delta->version;
-	c->exists += exists;
-	if (counts)
-		InvCountersAdd(&c->counts, counts);
+	InvEffectAdd(&c->delta, &rc->delta);
+	c->exists += rc->exists;
+	c->unfolded += rc->unfolded;
+	if (rc->restored && rc->exists == 0)
+		c->restored++;
+	InvCountersAdd(&c->counts, &rc->counts);
 }
 
 /* This transaction's own, uncommitted changes to the SKU. */
@@ -410,11 +423,7 @@ PendingOwnDelta(const InvKey *key, InvEffect *delta)
 	if (t == NULL)
 		return false;
 	for (int i = t->last; i >= 0; i = changes[i].prev)
-	{
-		delta->on_hand += changes[i].delta.on_hand;
-		delta->reserved += changes[i].delta.reserved;
-		delta->version += changes[i].delta.version;
-	}
+		InvEffectAdd(delta, &changes[i].delta);
 	return true;
 }
 
@@ -453,6 +462,74 @@ PendingMarkDropping(const InvKey *key)
 	t->drop_subid = GetCurrentSubTransactionId();
 }
 
+/*
+ * The transaction restores movements of the SKU, which it pins; see
+ * CacheSetRestoring().
+ */
+void
+PendingMarkRestoring(const InvKey *key)
+{
+	Touched    *t = TouchedFind(key);
+
+	if (t == NULL)
+		elog(ERROR, "inventory: sku \"%s\" was not pinned", key->sku);
+	if (t->restoring)
+		return;
+	if (!CacheSetRestoring(t->entry, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot restore movements of sku \"%s\" while another transaction changes it",
+						key->sku),
+				 errhint("Retry the restore when its reservations, restocks and stocktakes in flight have ended.")));
+	t->restoring = true;
+	t->restore_subid = GetCurrentSubTransactionId();
+}
+
+/*
+ * The end of a restore's statement: every SKU it restored must be within
+ * bounds once the transaction commits -- reserved never negative, never
+ * more than on_hand -- counting the committed rows and everything the
+ * transaction did to it.  A SKU whose base row is not there yet is checked
+ * by the restore of inventory.sku; with defer_bases, a SKU that has a base
+ * row but no movements yet is left to the restore of the ledger, which may
+ * bring it within bounds.  A restore that breaks this fails as a whole.
+ */
+void
+PendingCheckRestored(bool defer_bases)
+{
+	for (int i = 0; i < ntouched; i++)
+	{
+		Touched    *t = touched[i];
+		InvEffect	own;
+		int64		own_holds = 0;
+		int64		own_restored = 0;
+		InvView		committed;
+		InvView		after;
+
+		if (!t->restoring || !PendingSkuExists(&t->key))
+			continue;
+		PendingOwnDelta(&t->key, &own);
+		for (int j = t->last; j >= 0; j = changes[j].prev)
+		{
+			own_holds += changes[j].hold;
+			own_restored += changes[j].restored;
+		}
+		if (CacheCheckRestored(t->entry, &own, own_holds, &after))
+			continue;
+		/* a base row whose movements are still to come */
+		CacheView(t->entry, &committed);
+		if (defer_bases && committed.version == 0 && own_restored == 0)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("restored rows of sku \"%s\" are inconsistent", t->key.sku),
+				 errdetail("With them the SKU would have on_hand %lld and reserved %lld, which leaves %lld available.",
+						   (long long) after.on_hand, (long long) after.reserved,
+						   (long long) InvViewAvailable(&after)),
+				 errhint("Restore inventory.sku and inventory.ledger together, from one dump of one database.")));
+	}
+}
+
 /* Undoes the records of an aborted subtransaction. */
 static void
 UndoSubtransaction(SubTransactionId subid)
@@ -480,6 +557,11 @@ UndoSubtransaction(SubTransactionId subid)
 			CacheSetDropping(t->entry, false);
 			t->dropping = false;
 		}
+		if (t->restoring && t->restore_subid >= subid)
+		{
+			CacheSetRestoring(t->entry, false);
+			t->restoring = false;
+		}
 	}
 }
 
@@ -496,6 +578,8 @@ MergeSubtransaction(SubTransactionId subid, SubTransactionId parent)
 	{
 		if (touched[i]->dropping && touched[i]->drop_subid >= subid)
 			touched[i]->drop_subid = parent;
+		if (touched[i]->restoring && touched[i]->restore_subid >= subid)
+			touched[i]->restore_subid = parent;
 	}
 
 	while (first > 0 && changes[first - 1].subid >= subid)
@@ -510,13 +594,13 @@ MergeSubtransaction(SubTransactionId subid, SubTransactionId parent)
 		{
 			Change	   *p = &changes[c->prev];
 
-			p->delta.on_hand += c->delta.on_hand;
-			p->delta.reserved += c->delta.reserved;
-			p->delta.version += c->delta.version;
+			InvEffectAdd(&p->delta, &c->delta);
 			p->hold += c->hold;
 			p->prepaid += c->prepaid;
 			p->incoming += c->incoming;
 			p->exists += c->exists;
+			p->unfolded += c->unfolded;
+			p->restored += c->restored;
 			InvCountersAdd(&p->counts, &c->counts);
 			c->sku->last = c->prev;
 		}
@@ -549,10 +633,9 @@ SettleAll(bool commit)
 		s->incoming += c->incoming;
 		if (commit)
 		{
-			s->delta.on_hand += c->delta.on_hand;
-			s->delta.reserved += c->delta.reserved;
-			s->delta.version += c->delta.version;
+			InvEffectAdd(&s->delta, &c->delta);
 			s->exists += c->exists;
+			s->unfolded += c->unfolded;
 			InvCountersAdd(&s->counts, &c->counts);
 		}
 	}
@@ -562,6 +645,7 @@ SettleAll(bool commit)
 		Touched    *t = touched[i];
 
 		t->settle.was_dropping = t->dropping;
+		t->settle.was_restoring = t->restoring;
 		CacheSettle(t->entry, &t->settle);
 		hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
 	}

@@ -21,10 +21,21 @@ extern InvAdmit PendingStocktake(const InvKey *key, int64 counted,
 extern void PendingDropUnbound(const InvKey *key);
 extern int	PendingMark(void);
 extern void PendingUnpinSince(const InvKey *key, int mark);
-extern void PendingRowChange(const InvKey *key, const InvEffect *delta,
-							 int exists, const InvCounters *counts);
+/* What one row change does to its SKU, as the trigger registers it. */
+typedef struct InvRowChange
+{
+	InvEffect	delta;			/* change of the counters */
+	int			exists;			/* +1 the SKU's row created, -1 deleted */
+	int64		unfolded;		/* settled movements added, not folded */
+	InvCounters counts;			/* for the statistics */
+	bool		restored;		/* a row of a restore: checked at its end */
+} InvRowChange;
+
+extern void PendingRowChange(const InvKey *key, const InvRowChange *change);
 extern bool PendingSkuExists(const InvKey *key);
 extern void PendingMarkDropping(const InvKey *key);
+extern void PendingMarkRestoring(const InvKey *key);
+extern void PendingCheckRestored(bool defer_bases);
 extern bool PendingOwnDelta(const InvKey *key, InvEffect *delta);
 
 #endif							/* INVENTORY_XACT_H */

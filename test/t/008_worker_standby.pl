@@ -44,8 +44,8 @@ like($err, qr/cannot execute inventory\.reserve\(\) in a read-only transaction/,
 $primary->stop;
 $standby->promote;
 ok($standby->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'inventory worker'"),
-	'promotion starts the worker');
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'inventory launcher'"),
+	'promotion starts the launcher');
 ok($standby->poll_query_until('postgres',
 	"SELECT state = 'EXPIRED' FROM inventory.ledger WHERE order_id = 'unpaid'"),
 	'which expires the overdue reservation');

@@ -1,0 +1,118 @@
+/* inventory--0.1--0.2.sql */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION inventory UPDATE TO '0.2'" to load this file. \quit
+
+------------------------------------------------------------------------------
+-- pg_dump writes inventory.sku before inventory.ledger
+--
+-- pg_dump orders the data of an extension's tables by their foreign keys,
+-- so that each row finds what it refers to when it is restored.  The key
+-- declares what the trigger already enforces -- a movement's SKU exists, a
+-- SKU with movements is neither renamed nor deleted -- but PostgreSQL's own
+-- checks of it stay disabled: they would lock the SKU's row for every
+-- reservation, making it the hot row that the design avoids.
+------------------------------------------------------------------------------
+
+ALTER TABLE inventory.ledger ADD CONSTRAINT ledger_sku_fkey
+	FOREIGN KEY (sku) REFERENCES inventory.sku (sku);
+COMMENT ON CONSTRAINT ledger_sku_fkey ON inventory.ledger IS
+	'orders pg_dump''s output (inventory.sku first); checked by inventory.enforce(), without a row lock on the SKU';
+
+DO $$
+DECLARE
+	t record;
+BEGIN
+	FOR t IN
+		SELECT tg.tgrelid::pg_catalog.regclass AS rel, tg.tgname
+		  FROM pg_catalog.pg_trigger tg
+		  JOIN pg_catalog.pg_constraint c ON c.oid OPERATOR(pg_catalog.=) tg.tgconstraint
+		 WHERE c.conname OPERATOR(pg_catalog.=) 'ledger_sku_fkey'
+		   AND c.conrelid OPERATOR(pg_catalog.=) 'inventory.ledger'::pg_catalog.regclass
+	LOOP
+		EXECUTE pg_catalog.format('ALTER TABLE %s DISABLE TRIGGER %I', t.rel, t.tgname);
+	END LOOP;
+END
+$$;
+
+------------------------------------------------------------------------------
+-- Every column explains itself in \d+
+------------------------------------------------------------------------------
+
+COMMENT ON COLUMN inventory.result.ok IS
+	'whether the caller''s intent now holds, made now or by an earlier call with the same key';
+COMMENT ON COLUMN inventory.result.status IS
+	'what happened: ok, duplicate, insufficient, unknown_sku, version_conflict, not_found, expired, cancelled or confirmed';
+COMMENT ON COLUMN inventory.result.sku IS 'the SKU of the movement; NULL for not_found';
+COMMENT ON COLUMN inventory.result.qty IS 'units of the movement; for adjust, the on_hand counted';
+COMMENT ON COLUMN inventory.result.state IS 'the reservation''s state after the call; NULL where there is none';
+COMMENT ON COLUMN inventory.result.available IS
+	'units available at the call, from shared memory (holds in flight counted); NULL when the SKU does not exist';
+COMMENT ON COLUMN inventory.result.version IS 'the SKU''s last committed version at the call';
+COMMENT ON COLUMN inventory.result.expires_at IS 'the reservation''s expiry; NULL where there is none';
+
+COMMENT ON COLUMN inventory.stock.sku IS 'the SKU';
+COMMENT ON COLUMN inventory.stock.on_hand IS 'physical units: the base in inventory.sku plus unfolded movements';
+COMMENT ON COLUMN inventory.stock.reserved IS 'units held by PENDING reservations';
+COMMENT ON COLUMN inventory.stock.available IS 'on_hand - reserved';
+COMMENT ON COLUMN inventory.stock.version IS 'grows by one with every committed change to the SKU';
+
+COMMENT ON COLUMN inventory.sku_stats.sku IS 'a SKU of this database held in the shared-memory cache';
+COMMENT ON COLUMN inventory.sku_stats.on_hand IS 'committed on_hand';
+COMMENT ON COLUMN inventory.sku_stats.reserved IS 'committed reserved';
+COMMENT ON COLUMN inventory.sku_stats.holds IS 'units held by transactions in flight';
+COMMENT ON COLUMN inventory.sku_stats.available IS 'on_hand - reserved - holds: what a reserve can take now';
+COMMENT ON COLUMN inventory.sku_stats.version IS 'committed version';
+COMMENT ON COLUMN inventory.sku_stats.in_flight IS 'transactions with a change to the SKU in flight';
+COMMENT ON COLUMN inventory.sku_stats.unfolded IS 'settled movements the worker has yet to fold (a hint)';
+COMMENT ON COLUMN inventory.sku_stats.reserves IS 'reservations committed since the SKU was loaded';
+COMMENT ON COLUMN inventory.sku_stats.rejects IS 'reserves refused for lack of stock';
+COMMENT ON COLUMN inventory.sku_stats.conflicts IS 'version-checked calls refused';
+COMMENT ON COLUMN inventory.sku_stats.confirms IS 'reservations confirmed';
+COMMENT ON COLUMN inventory.sku_stats.cancels IS 'reservations cancelled';
+COMMENT ON COLUMN inventory.sku_stats.expiries IS 'reservations expired';
+COMMENT ON COLUMN inventory.sku_stats.restocks IS 'restocks committed';
+COMMENT ON COLUMN inventory.sku_stats.adjusts IS 'stocktakes committed';
+COMMENT ON COLUMN inventory.sku_stats.loaded_at IS 'when the SKU was loaded into the cache; its statistics count from then';
+COMMENT ON COLUMN inventory.sku_stats.last_used IS 'the start of the last statement that used it';
+
+------------------------------------------------------------------------------
+-- The background workers: a bounded pool that visits each database when
+-- its work falls due, instead of one worker per database
+------------------------------------------------------------------------------
+
+DROP VIEW inventory.worker_status;
+DROP FUNCTION inventory.worker_status();
+
+CREATE FUNCTION inventory.worker_status(
+	OUT datid oid, OUT datname text, OUT state text, OUT pid integer,
+	OUT started_at timestamptz, OUT next_due timestamptz, OUT lag interval,
+	OUT last_visit timestamptz, OUT visits bigint, OUT expired bigint,
+	OUT folded bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'inventory_worker_status_0_2' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.worker_status() IS
+	'every database the background workers serve: when its work is due, how late it is, what was done';
+
+CREATE VIEW inventory.worker_status AS SELECT * FROM inventory.worker_status();
+COMMENT ON VIEW inventory.worker_status IS
+	'every database the background workers serve: when its work is due, how late it is, what was done';
+COMMENT ON COLUMN inventory.worker_status.datid IS 'the database';
+COMMENT ON COLUMN inventory.worker_status.datname IS 'its name';
+COMMENT ON COLUMN inventory.worker_status.state IS
+	'idle (nothing due), waiting (due, no worker yet), running (a worker is in it), paused (a statement needs it alone) or disabled (inventory.worker_enabled is off)';
+COMMENT ON COLUMN inventory.worker_status.pid IS 'the worker in it, if any';
+COMMENT ON COLUMN inventory.worker_status.started_at IS 'when the worker in it started';
+COMMENT ON COLUMN inventory.worker_status.next_due IS
+	'when work is next due: the first PENDING reservation''s expires_at, or settled movements to fold; NULL when nothing is due or a worker is in it';
+COMMENT ON COLUMN inventory.worker_status.lag IS
+	'how long its oldest work due has waited: for a worker, or after a round that could not expire it (a buyer held the row)';
+COMMENT ON COLUMN inventory.worker_status.last_visit IS 'when the last visit of a worker ended';
+COMMENT ON COLUMN inventory.worker_status.visits IS 'visits of a worker since the server started';
+COMMENT ON COLUMN inventory.worker_status.expired IS 'reservations expired by the workers since the server started';
+COMMENT ON COLUMN inventory.worker_status.folded IS 'movements folded by the workers since the server started';
+
+REVOKE ALL ON inventory.worker_status FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION inventory.worker_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.worker_status() TO inventory_admin;
+GRANT SELECT ON inventory.worker_status TO inventory_admin;

@@ -1,0 +1,132 @@
+-- a restore: COPY of every column, by the owner, as pg_dump writes them
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS inventory;
+RESET client_min_messages;
+SET search_path = public, inventory;
+
+-- the SKUs' base rows, then their movements in every state: folded
+-- (their effect is in the base) and not folded; the base of X-TEE is below
+-- zero, because a sale was folded before the restock that supplied it
+COPY inventory.sku FROM stdin;
+X-TEE	-3	4	2026-01-01 10:00:00+00
+X-MUG	5	1	2026-01-01 10:00:00+00
+\.
+COPY inventory.ledger FROM stdin;
+x-in-1	1	restock	X-TEE	10	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+x-in-2	1	restock	X-MUG	5	\N	\N	2026-01-01 10:00:00+00	\N	\N	t
+x-sold	1	reserve	X-TEE	3	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	t
+x-paid	1	reserve	X-TEE	2	\N	CONFIRMED	2026-01-01 10:03:00+00	2026-01-01 10:18:00+00	2026-01-01 10:04:00+00	f
+x-gone	1	reserve	X-TEE	1	\N	CANCELLED	2026-01-01 10:03:00+00	2026-01-01 10:18:00+00	2026-01-01 10:05:00+00	f
+x-late	1	reserve	X-MUG	1	\N	EXPIRED	2026-01-01 10:03:00+00	2026-01-01 10:18:00+00	2026-01-01 10:18:01+00	f
+x-open	1	reserve	X-TEE	4	\N	PENDING	2026-01-01 10:06:00+00	2099-01-01 00:00:00+00	\N	f
+x-open	2	reserve	X-MUG	2	\N	PENDING	2026-01-01 10:06:00+00	2099-01-01 00:00:00+00	\N	f
+x-count	1	adjust	X-MUG	-1	4	\N	2026-01-01 10:07:00+00	\N	\N	f
+\.
+SELECT * FROM inventory.stock WHERE sku LIKE 'X-%' ORDER BY sku;
+SELECT sku, on_hand, reserved, holds, available, version, unfolded
+  FROM inventory.sku_stats WHERE sku LIKE 'X-%' ORDER BY sku;
+SELECT * FROM inventory.verify();
+
+-- the restored keys answer replays; the PENDING ones hold their units
+SELECT ok, status, state FROM inventory.reserve('X-TEE', 2, 'x-paid');
+SELECT ok, status, state FROM inventory.confirm('x-paid');
+SELECT ok, status, state FROM inventory.cancel('x-gone');
+SELECT ok, status, state FROM inventory.confirm('x-late');
+SELECT ok, status, state FROM inventory.restock('X-MUG', 5, 'x-in-2');
+SELECT ok, status, available FROM inventory.reserve('X-TEE', 1, 'x-one-more');
+SELECT ok, status, available FROM inventory.reserve('X-MUG', 3, 'x-too-many');
+SELECT ok, status, state FROM inventory.confirm('x-open', 2);
+
+-- a row that the state machine cannot have produced is refused, and with
+-- it the whole COPY
+COPY inventory.ledger FROM stdin;
+y-1	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f
+y-2	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f
+\.
+COPY inventory.ledger FROM stdin;
+y-3	1	reserve	X-TEE	1	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f
+\.
+COPY inventory.ledger FROM stdin;
+y-4	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	t
+\.
+COPY inventory.ledger FROM stdin;
+y-5	1	reserve	X-TEE	1	\N	EXPIRED	2026-01-01 10:00:00+00	2026-01-01 10:15:00+00	2026-01-01 10:14:00+00	f
+\.
+COPY inventory.ledger FROM stdin;
+y-6	1	reserve	X-TEE	1	\N	CANCELLED	2026-01-01 10:00:00+00	2026-01-01 10:15:00+00	2026-01-01 09:59:00+00	f
+\.
+COPY inventory.ledger FROM stdin;
+y-7	1	restock	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	\N	\N	f
+\.
+SELECT count(*) AS landed FROM inventory.ledger WHERE order_id LIKE 'y-%';
+
+-- movements that together take more than the SKU has are refused as a
+-- whole, whatever their order
+COPY inventory.ledger FROM stdin;
+z-1	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+z-2	1	reserve	X-MUG	4	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f
+\.
+COPY inventory.ledger FROM stdin;
+z-3	1	reserve	X-MUG	4	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f
+z-4	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+\.
+-- but in any order when they add up
+COPY inventory.ledger FROM stdin;
+z-5	1	reserve	X-MUG	3	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f
+z-6	1	restock	X-MUG	3	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+\.
+SELECT * FROM inventory.stock WHERE sku = 'X-MUG';
+
+-- the ledger may come before the SKUs' base rows (a parallel pg_restore):
+-- until its base row arrives, the SKU does not exist
+COPY inventory.ledger FROM stdin;
+w-in	1	restock	X-CAP	2	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+w-sold	1	reserve	X-CAP	5	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	f
+w-open	1	reserve	X-CAP	1	\N	PENDING	2026-01-01 10:01:00+00	2099-01-01 00:00:00+00	\N	f
+\.
+SELECT ok, status FROM inventory.reserve('X-CAP', 1, 'w-early');
+SELECT inventory.available('X-CAP');
+SELECT count(*) AS folded FROM (SELECT inventory.fold()) f, inventory.ledger
+ WHERE sku = 'X-CAP' AND folded;
+SELECT * FROM inventory.stock WHERE sku = 'X-CAP';
+-- a base that does not add up with them is refused
+COPY inventory.sku FROM stdin;
+X-CAP	2	0	2026-01-01 10:00:00+00
+\.
+COPY inventory.sku FROM stdin;
+X-CAP	4	0	2026-01-01 10:00:00+00
+\.
+SELECT * FROM inventory.stock WHERE sku = 'X-CAP';
+SELECT ok, status, available FROM inventory.reserve('X-CAP', 1, 'w-late');
+SELECT * FROM inventory.verify();
+
+-- a base below zero waits for the movements that bring it back: the
+-- ledger's restore refuses it when they are not there
+COPY inventory.sku FROM stdin;
+X-BAD	-1	0	2026-01-01 10:00:00+00
+\.
+COPY inventory.ledger FROM stdin;
+v-in	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+\.
+SELECT count(*) AS landed FROM inventory.ledger WHERE order_id = 'v-in';
+DELETE FROM inventory.sku WHERE sku = 'X-BAD';
+
+-- COPY of some columns, or by anyone but the owner, is not a restore: its
+-- rows are new movements
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, state) FROM stdin;
+u-1	1	reserve	X-TEE	1	CONFIRMED
+\.
+CREATE ROLE restore_clerk IN ROLE inventory_admin;
+SET ROLE restore_clerk;
+COPY inventory.ledger FROM stdin;
+u-2	1	reserve	X-TEE	1	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f
+\.
+RESET ROLE;
+DROP ROLE restore_clerk;
+-- INSERT never is
+INSERT INTO inventory.ledger
+VALUES ('u-3', 1, 'reserve', 'X-TEE', 1, NULL, 'CONFIRMED', '2026-01-01 10:00:00+00',
+		'2099-01-01 00:00:00+00', '2026-01-01 10:01:00+00', false);
+
+SELECT * FROM inventory.stock WHERE sku LIKE 'X-%' ORDER BY sku;
+SELECT * FROM inventory.verify();

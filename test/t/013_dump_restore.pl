@@ -1,0 +1,267 @@
+# I8, backup and restore with the ordinary tools and no special flag:
+# pg_dump -Fc + pg_restore (also -j 2 and -1), a plain pg_dump + psql,
+# pg_dumpall + psql into a fresh cluster, data-only dumps, and the ledger
+# restored before inventory.sku.  Each restored database must equal the
+# source: the same inventory.stock, the same rows and keys, replays
+# answered as duplicates, holds in place, verify() empty, the PENDING
+# reservations expiring on time.  An inconsistent dump fails loudly and
+# leaves none of the COPY that carried the inconsistency.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $conf = qq{
+shared_preload_libraries = 'inventory'
+inventory.expire_interval = '100ms'
+log_statement = none
+};
+
+# the source keeps still while it is dumped: no worker
+my $src = PostgreSQL::Test::Cluster->new('source');
+$src->init;
+$src->append_conf('postgresql.conf', $conf . "inventory.worker_enabled = off\n");
+$src->start;
+
+# the target's worker starts once every route has been compared, so that
+# nothing is expired or folded before the comparison
+my $dst = PostgreSQL::Test::Cluster->new('target');
+$dst->init;
+$dst->append_conf('postgresql.conf', $conf . "inventory.worker_enabled = off\n");
+$dst->start;
+
+# Movements in every state, folded and not: the first block is folded, the
+# second is not.  Keys and SKUs with characters that COPY must escape.
+$src->safe_psql('postgres', 'CREATE DATABASE shop');
+$src->safe_psql('shop', q{
+CREATE EXTENSION inventory;
+SELECT inventory.restock('TEE', 100, 'in-1'), inventory.restock('MUG', 40, 'in-2'),
+       inventory.restock('CAP', 10, 'in-3'), inventory.restock(E'ÉTÉ\tß', 9, E'in-4 it''s\\a "key"', -7);
+SELECT inventory.confirm('paid') FROM inventory.reserve('TEE', 5, 'paid', ttl => '1 hour');
+SELECT inventory.cancel('gone') FROM inventory.reserve('TEE', 2, 'gone');
+SELECT inventory.reserve('MUG', 3, 'late', ttl => '10 milliseconds');
+SELECT pg_sleep(0.05);
+SELECT inventory.expire();
+SELECT inventory.fold();
+SELECT inventory.reserve('TEE', 4, 'open', 1, '1 hour'), inventory.reserve('TEE', 1, 'open', 2, '1 hour');
+SELECT inventory.reserve('CAP', 10, 'all', ttl => '1 hour');
+SELECT inventory.reserve(E'ÉTÉ\tß', 2, E'ordre\n"été"', ttl => '1 hour');
+SELECT inventory.confirm('paid-2') FROM inventory.reserve('TEE', 1, 'paid-2', ttl => '1 hour');
+SELECT inventory.cancel('gone-2') FROM inventory.reserve('MUG', 2, 'gone-2');
+SELECT inventory.reserve('MUG', 1, 'late-2', ttl => '10 milliseconds');
+SELECT pg_sleep(0.05);
+SELECT inventory.expire();
+SELECT inventory.restock('CAP', 3, 'in-5');
+SELECT inventory.adjust('MUG', 30, 'count-1');
+INSERT INTO inventory.sku (sku) VALUES ('NEW');
+});
+# reservations that fall due after the restores: the restored databases'
+# workers expire them
+$src->safe_psql('shop', q{
+SELECT inventory.reserve('MUG', 1, 'soon', ttl => '3 seconds');
+SELECT inventory.reserve('TEE', 2, 'soon', 2, '3 seconds');
+});
+
+my %q = (
+	stock  => 'SELECT * FROM inventory.stock ORDER BY sku',
+	sku    => 'SELECT * FROM inventory.sku ORDER BY sku',
+	ledger => 'SELECT * FROM inventory.ledger ORDER BY order_id, batch_id',
+);
+my %want = map { $_ => $src->safe_psql('shop', $q{$_}) } keys %q;
+like($want{ledger}, qr/\|t$/m, 'the source has folded movements');
+like($want{ledger}, qr/\|f$/m, 'and movements not folded');
+is($src->safe_psql('shop',
+	"SELECT string_agg(DISTINCT state::text, ' ' ORDER BY state::text) FROM inventory.ledger"),
+	'CANCELLED CONFIRMED EXPIRED PENDING', 'and reservations in every state');
+
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+my @dump = ('pg_dump', '-d', $src->connstr('shop'));
+$src->command_ok([ @dump, '-Fc', '-f', "$tmp/shop.dump" ], 'pg_dump -Fc');
+$src->command_ok([ @dump, '-f', "$tmp/shop.sql" ], 'pg_dump, plain');
+$src->command_ok([ @dump, '--data-only', '-f', "$tmp/data.sql" ], 'pg_dump --data-only, plain');
+$src->command_ok([ @dump, '--data-only', '-Fc', '-f', "$tmp/data.dump" ], 'pg_dump --data-only -Fc');
+$src->command_ok([ 'pg_dumpall', '-d', $src->connstr('postgres'), '-f', "$tmp/all.sql" ], 'pg_dumpall');
+
+# the ledger before inventory.sku, as a parallel restore may load them
+my @toc = split /\n/, run_pg_restore_list("$tmp/shop.dump");
+sub run_pg_restore_list
+{
+	my ($file) = @_;
+	my $out;
+	IPC::Run::run([ 'pg_restore', '-l', $file ], '>', \$out) or die 'pg_restore -l failed';
+	return $out;
+}
+open my $lfh, '>', "$tmp/ledger-first.list" or die;
+print $lfh join("\n", (grep { !/TABLE DATA inventory sku / } @toc), (grep { /TABLE DATA inventory sku / } @toc)), "\n";
+close $lfh;
+
+sub psql_file
+{
+	my ($node, $db, $file) = @_;
+	my ($out, $err);
+	my $ok = IPC::Run::run([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr($db), '-f', $file ],
+		'>', \$out, '2>', \$err);
+	return ($ok, $err);
+}
+
+my %restored;    # database => route
+my %route = (
+	'pg_restore' => sub {
+		my ($db) = @_;
+		$dst->command_ok([ 'pg_restore', '-d', $dst->connstr($db), "$tmp/shop.dump" ], "pg_restore into $db");
+	},
+	'pg_restore -j 2' => sub {
+		my ($db) = @_;
+		$dst->command_ok([ 'pg_restore', '-j', '2', '-d', $dst->connstr($db), "$tmp/shop.dump" ], "pg_restore -j 2 into $db");
+	},
+	'pg_restore -1' => sub {
+		my ($db) = @_;
+		$dst->command_ok([ 'pg_restore', '-1', '-d', $dst->connstr($db), "$tmp/shop.dump" ], "pg_restore -1 into $db");
+	},
+	'ledger first' => sub {
+		my ($db) = @_;
+		$dst->command_ok([ 'pg_restore', '-L', "$tmp/ledger-first.list", '-d', $dst->connstr($db), "$tmp/shop.dump" ],
+			"pg_restore -L, the ledger first, into $db");
+	},
+	'plain + psql' => sub {
+		my ($db) = @_;
+		my ($ok, $err) = psql_file($dst, $db, "$tmp/shop.sql");
+		ok($ok, "psql -f shop.sql into $db") or diag $err;
+	},
+	'data-only + psql' => sub {
+		my ($db) = @_;
+		$dst->safe_psql($db, 'CREATE EXTENSION inventory');
+		my ($ok, $err) = psql_file($dst, $db, "$tmp/data.sql");
+		ok($ok, "psql -f data.sql into $db") or diag $err;
+	},
+	'data-only + pg_restore' => sub {
+		my ($db) = @_;
+		$dst->safe_psql($db, 'CREATE EXTENSION inventory');
+		$dst->command_ok([ 'pg_restore', '-d', $dst->connstr($db), "$tmp/data.dump" ], "pg_restore --data-only into $db");
+	},
+);
+
+# pg_dumpall goes first, into the target while it is a fresh cluster
+{
+	my ($out, $err);
+	IPC::Run::run([ 'psql', '-X', '-q', '-d', $dst->connstr('postgres'), '-f', "$tmp/all.sql" ],
+		'>', \$out, '2>', \$err);
+	my @errors = grep { /ERROR/ && !/role "[^"]+" already exists/ } split /\n/, $err;
+	is(join("\n", @errors), '', 'pg_dumpall restores into a fresh cluster without an error');
+	$restored{shop} = 'pg_dumpall + psql';
+}
+my $n = 0;
+for my $name (sort keys %route)
+{
+	my $db = 'r' . ++$n;
+	$dst->safe_psql('postgres', "CREATE DATABASE $db");
+	$route{$name}->($db);
+	$restored{$db} = $name;
+}
+
+for my $db (sort keys %restored)
+{
+	my $how = $restored{$db};
+	for my $what (sort keys %q)
+	{
+		is($dst->safe_psql($db, $q{$what}), $want{$what}, "$how: $what is identical");
+	}
+	is($dst->safe_psql($db, 'SELECT count(*) FROM inventory.verify()'), '0', "$how: verify() is empty");
+	is($dst->safe_psql($db, q{
+SELECT string_agg(s, ' ') FROM (VALUES
+  ((inventory.reserve('TEE', 5, 'paid')).status),
+  ((inventory.confirm('paid')).status),
+  ((inventory.reserve('TEE', 1, 'open', 2)).status),
+  ((inventory.cancel('gone')).status),
+  ((inventory.confirm('late')).status),
+  ((inventory.cancel('gone-2')).status),
+  ((inventory.restock('CAP', 3, 'in-5')).status),
+  ((inventory.adjust('MUG', 30, 'count-1')).status),
+  ((inventory.restock(E'ÉTÉ\tß', 9, E'in-4 it''s\\a "key"', -7)).status),
+  ((inventory.reserve(E'ÉTÉ\tß', 2, E'ordre\n"été"')).status)) v(s)}),
+		'duplicate duplicate duplicate duplicate expired duplicate duplicate duplicate duplicate duplicate',
+		"$how: replays are answered from the restored keys");
+	is($dst->safe_psql($db, $q{stock}), $want{stock}, "$how: and change nothing");
+}
+
+# the restored reservations expire at their own expires_at, as they do in
+# the source
+$src->poll_query_until('shop', q{
+SELECT max(expires_at) < now() FROM inventory.ledger WHERE order_id = 'soon'})
+  or die 'the short reservations did not fall due';
+is($src->safe_psql('shop', 'SELECT inventory.expire()'), '2', 'the source expires its short reservations');
+my $after = $src->safe_psql('shop', $q{stock});
+my %avail = map { (split /\|/)[0, 3] } split /\n/, $after;
+$dst->append_conf('postgresql.conf', 'inventory.worker_enabled = on');
+$dst->reload;
+for my $db (sort keys %restored)
+{
+	my $how = $restored{$db};
+	ok($dst->poll_query_until($db,
+		"SELECT count(*) = 0 FROM inventory.ledger WHERE order_id = 'soon' AND state = 'PENDING'"),
+		"$how: the restored PENDING reservations expire");
+	is($dst->safe_psql($db, q{
+SELECT count(*) FROM inventory.ledger l
+ WHERE order_id = 'soon' AND settled_at >= expires_at}), '2',
+		"$how: at or after their expires_at, which the restore kept");
+	is($dst->safe_psql($db, $q{stock}), $after,
+		"$how: their units are on sale again, as in the source");
+	is($dst->safe_psql($db, qq{
+SELECT string_agg(s, ' ') FROM (VALUES
+  ((inventory.reserve('TEE', $avail{TEE} + 1, 'over')).status),
+  ((inventory.reserve('TEE', $avail{TEE}, 'all-tee')).status),
+  ((inventory.reserve('CAP', $avail{CAP} + 1, 'over-cap')).status),
+  ((inventory.reserve('CAP', $avail{CAP}, 'all-cap')).status)) v(s)}),
+		'insufficient ok insufficient ok', "$how: the restored stock sells exactly once");
+	is($dst->safe_psql($db, 'SELECT count(*) FROM inventory.verify()'), '0', "$how: verify() is empty after it");
+}
+
+# --- an inconsistent dump fails loudly --------------------------------------
+
+sub restore_fails
+{
+	my ($file, $db, $pattern, $name) = @_;
+	$dst->safe_psql('postgres', "CREATE DATABASE $db");
+	my ($ok, $err) = psql_file($dst, $db, $file);
+	ok(!$ok, "$name: psql -v ON_ERROR_STOP=1 fails");
+	like($err, $pattern, "$name: with the reason");
+}
+
+# a base that does not add up with its movements, in either order
+my $plain = slurp_file("$tmp/shop.sql");
+(my $bad = $plain) =~ s/^TEE\t\d+\t/TEE\t0\t/m or die 'no TEE row in the dump';
+open my $bfh, '>', "$tmp/bad.sql" or die;
+print $bfh $bad;
+close $bfh;
+restore_fails("$tmp/bad.sql", 'bad1', qr/restored rows of sku "TEE" are inconsistent/, 'a base that does not add up');
+is($dst->safe_psql('bad1', 'SELECT count(*) FROM inventory.ledger'), '0', 'none of the ledger landed');
+
+$dst->command_ok([ 'pg_restore', '-L', "$tmp/ledger-first.list", '-f', "$tmp/ledger-first.sql", "$tmp/shop.dump" ],
+	'a plain script with the ledger first');
+($bad = slurp_file("$tmp/ledger-first.sql")) =~ s/^TEE\t\d+\t/TEE\t0\t/m or die 'no TEE row';
+open $bfh, '>', "$tmp/bad2.sql" or die;
+print $bfh $bad;
+close $bfh;
+restore_fails("$tmp/bad2.sql", 'bad2', qr/restored rows of sku "TEE" are inconsistent/,
+	'the same, the ledger first');
+is($dst->safe_psql('bad2', 'SELECT count(*) FROM inventory.sku'), '0', 'none of inventory.sku landed');
+is($dst->safe_psql('bad2', "SELECT inventory.available('TEE') IS NULL"), 't',
+	'and a SKU without its base row is not on sale');
+
+# a movement the state machine cannot have produced
+($bad = $plain) =~ s/^(paid\t1\treserve\tTEE\t5\t\\N\t)CONFIRMED\t/${1}PENDING\t/m or die 'no paid row';
+open $bfh, '>', "$tmp/bad3.sql" or die;
+print $bfh $bad;
+close $bfh;
+restore_fails("$tmp/bad3.sql", 'bad3', qr/a restored PENDING reservation cannot have settled_at/,
+	'a settled PENDING reservation');
+
+# a dump made with INSERT statements is not a restore: refused row by row
+$src->command_ok([ @dump, '--inserts', '-f', "$tmp/inserts.sql" ], 'pg_dump --inserts');
+restore_fails("$tmp/inserts.sql", 'bad4', qr/cannot be folded|must be PENDING/,
+	'pg_dump --inserts');
+
+$dst->stop;
+$src->stop;
+done_testing();

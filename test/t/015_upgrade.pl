@@ -1,0 +1,158 @@
+# Users upgrade, they never drop: ALTER EXTENSION inventory UPDATE from every
+# earlier version, with the data in place.  A database made with version
+# 0.1 and full of data keeps working with the new library before it is
+# updated, is updated in place, and then equals a fresh install of the new
+# version: the same objects, definitions, comments and privileges, and the
+# same data, keys, holds and counters as before the update.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('upgrade');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'inventory'
+inventory.worker_enabled = off
+});
+$node->start;
+
+my $default = $node->safe_psql('postgres',
+	"SELECT default_version FROM pg_available_extensions WHERE name = 'inventory'");
+my @versions = split /\n/, $node->safe_psql('postgres',
+	"SELECT version FROM pg_available_extension_versions WHERE name = 'inventory' ORDER BY string_to_array(version, '.')::int[]");
+is($versions[-1], $default, "the default version, $default, is the newest");
+
+# Every object of the extension, described so that two databases compare:
+# what it is, its definition, its comment, its privileges.  Internal
+# triggers are named after OIDs, so they are described by what they do.
+my $describe = q{
+WITH ext AS (SELECT oid FROM pg_extension WHERE extname = 'inventory'),
+members AS (
+  SELECT d.classid, d.objid FROM pg_depend d, ext
+   WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e'
+)
+SELECT line FROM (
+  SELECT 'member ' || pg_describe_object(classid, objid, 0) AS line FROM members
+  UNION ALL
+  SELECT format('function %s: %s; comment %s; acl %s', p.oid::regprocedure,
+                pg_get_functiondef(p.oid), obj_description(p.oid, 'pg_proc'), p.proacl)
+    FROM pg_proc p JOIN members m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
+   WHERE p.prokind = 'f'
+  UNION ALL
+  SELECT format('relation %s kind %s options %s acl %s comment %s', c.oid::regclass, c.relkind,
+                c.reloptions, c.relacl, obj_description(c.oid, 'pg_class'))
+    FROM pg_class c WHERE c.relnamespace = 'inventory'::regnamespace
+  UNION ALL
+  SELECT format('column %s.%s %s notnull %s default %s collation %s comment %s', c.oid::regclass,
+                a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+                pg_get_expr(ad.adbin, ad.adrelid), a.attcollation, col_description(c.oid, a.attnum))
+    FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+    LEFT JOIN pg_attrdef ad ON ad.adrelid = c.oid AND ad.adnum = a.attnum
+   WHERE c.relnamespace = 'inventory'::regnamespace
+  UNION ALL
+  SELECT format('constraint %s on %s: %s comment %s', co.conname, co.conrelid::regclass,
+                pg_get_constraintdef(co.oid), obj_description(co.oid, 'pg_constraint'))
+    FROM pg_constraint co WHERE co.connamespace = 'inventory'::regnamespace
+  UNION ALL
+  SELECT format('index %s', pg_get_indexdef(i.indexrelid))
+    FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+   WHERE c.relnamespace = 'inventory'::regnamespace
+  UNION ALL
+  SELECT format('trigger on %s: %s enabled %s', t.tgrelid::regclass,
+                CASE WHEN t.tgisinternal THEN format('internal %s type %s', t.tgfoid::regproc, t.tgtype)
+                     ELSE pg_get_triggerdef(t.oid) END, t.tgenabled)
+    FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+   WHERE c.relnamespace = 'inventory'::regnamespace
+  UNION ALL
+  SELECT format('view %s: %s', c.oid::regclass, pg_get_viewdef(c.oid))
+    FROM pg_class c WHERE c.relnamespace = 'inventory'::regnamespace AND c.relkind = 'v'
+  UNION ALL
+  SELECT format('type %s comment %s', t.oid::regtype, obj_description(t.oid, 'pg_type'))
+    FROM pg_type t WHERE t.typnamespace = 'inventory'::regnamespace
+  UNION ALL
+  SELECT format('schema acl %s', n.nspacl) FROM pg_namespace n WHERE n.nspname = 'inventory'
+  UNION ALL
+  SELECT format('config table %s', x) FROM pg_extension, unnest(extconfig::regclass[]) x
+   WHERE extname = 'inventory'
+) l ORDER BY line
+};
+
+my $data = q{
+SELECT 'stock', s::text FROM inventory.stock s
+UNION ALL SELECT 'sku', s::text FROM inventory.sku s
+UNION ALL SELECT 'ledger', l::text FROM inventory.ledger l
+ORDER BY 1, 2
+};
+
+# the same history in every version
+my $fill = q{
+SELECT inventory.restock('U-1', 100, 'in-1'), inventory.restock('U-2', 10, 'in-2');
+SELECT inventory.confirm('paid') FROM inventory.reserve('U-1', 5, 'paid', ttl => '1 hour');
+SELECT inventory.cancel('gone') FROM inventory.reserve('U-1', 2, 'gone');
+SELECT inventory.reserve('U-2', 3, 'late', ttl => '10 milliseconds');
+SELECT pg_sleep(0.05);
+SELECT inventory.expire();
+SELECT inventory.fold();
+SELECT inventory.reserve('U-1', 4, 'open', 1, '1 hour');
+SELECT inventory.confirm('paid-2') FROM inventory.reserve('U-2', 1, 'paid-2', ttl => '1 hour');
+SELECT inventory.adjust('U-2', 8, 'count-1');
+};
+
+for my $from (@versions[0 .. $#versions - 1])
+{
+	my $db = "from_$from" =~ s/\./_/gr;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, "CREATE EXTENSION inventory VERSION '$from'");
+	$node->safe_psql($db, $fill);
+
+	# the new library with the old objects: every entry point still works
+	my ($ret, $out, $err) = $node->psql($db, q{
+SELECT inventory.available('U-1');
+SELECT status FROM inventory.reserve('U-1', 1, 'before-update', ttl => '1 hour');
+SELECT status FROM inventory.extend('before-update', 1, '2 hours');
+SELECT status FROM inventory.confirm('before-update');
+SELECT status FROM inventory.cancel('open');
+SELECT status FROM inventory.reserve('U-1', 4, 'open', 1, '1 hour');
+SELECT status FROM inventory.restock('U-1', 1, 'in-3');
+SELECT status FROM inventory.adjust('U-1', 94, 'count-2');
+SELECT inventory.expire(), inventory.fold();
+SELECT count(*) FROM inventory.verify();
+SELECT count(*) FROM inventory.sku_stats;
+SELECT count(*) FROM inventory.worker_status;
+SELECT * FROM inventory.cache_info();
+SELECT inventory.stats_reset();
+SELECT inventory.can_transition('PENDING', 'EXPIRED'), inventory.is_final('PENDING');
+}, on_error_stop => 1);
+	is($ret, 0, "version $from works with the new library before the update") or diag $err;
+
+	my $before = $node->safe_psql($db, $data);
+	$node->safe_psql($db, 'ALTER EXTENSION inventory UPDATE');
+	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'inventory'"),
+		$default, "$from: updated to $default");
+	is($node->safe_psql($db, $data), $before, "$from: the data is intact");
+	is($node->safe_psql($db, 'SELECT count(*) FROM inventory.verify()'), '0', "$from: verify() is empty");
+	is($node->safe_psql($db, q{
+SELECT string_agg(s, ' ') FROM (VALUES
+  ((inventory.reserve('U-1', 5, 'paid')).status),
+  ((inventory.reserve('U-1', 4, 'open')).status),
+  ((inventory.cancel('gone')).status),
+  ((inventory.confirm('late')).status),
+  ((inventory.adjust('U-2', 8, 'count-1')).status)) v(s)}),
+		'duplicate duplicate duplicate expired duplicate', "$from: replays are answered as before");
+	is($node->safe_psql($db, $data), $before, "$from: and change nothing");
+	is($node->safe_psql($db, "SELECT status FROM inventory.reserve('U-1', 1, 'after-update')"),
+		'ok', "$from: reserves work after the update");
+
+	# the same objects as a fresh install
+	$node->safe_psql('postgres', "CREATE DATABASE fresh_$db");
+	$node->safe_psql("fresh_$db", 'CREATE EXTENSION inventory');
+	my $updated = $node->safe_psql($db, $describe);
+	my $fresh   = $node->safe_psql("fresh_$db", $describe);
+	cmp_ok(scalar(split /\n/, $fresh), '>', 100, 'the description covers the objects');
+	is($updated, $fresh, "$from: the updated schema equals a fresh install of $default");
+}
+
+$node->stop;
+done_testing();
