@@ -23,6 +23,10 @@ x-open	2	reserve	X-MUG	2	\N	PENDING	2026-01-01 10:06:00+00	2099-01-01 00:00:00+0
 x-count	1	adjust	X-MUG	-1	4	\N	2026-01-01 10:07:00+00	\N	\N	f
 \.
 SELECT * FROM inventory.stock WHERE sku LIKE 'X-%' ORDER BY sku;
+-- a restore does not go through the cache: the SKUs are loaded from the
+-- restored tables at their first use
+SELECT count(*) AS cached FROM inventory.sku_stats WHERE sku LIKE 'X-%';
+SELECT inventory.available('X-TEE'), inventory.available('X-MUG');
 SELECT sku, on_hand, reserved, holds, available, version, unfolded
   FROM inventory.sku_stats WHERE sku LIKE 'X-%' ORDER BY sku;
 SELECT * FROM inventory.verify();
@@ -110,6 +114,33 @@ v-in	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
 \.
 SELECT count(*) AS landed FROM inventory.ledger WHERE order_id = 'v-in';
 DELETE FROM inventory.sku WHERE sku = 'X-BAD';
+
+-- a SKU created by hand or by restock() meets the movements restored
+-- without it, and must add up with them
+COPY inventory.ledger FROM stdin;
+t-sold	1	reserve	X-HAT	3	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	f
+\.
+SELECT ok, status FROM inventory.restock('X-HAT', 5, 't-in');
+INSERT INTO inventory.sku (sku, on_hand) VALUES ('X-HAT', 2);
+INSERT INTO inventory.sku (sku, on_hand) VALUES ('X-HAT', 3);
+SELECT * FROM inventory.stock WHERE sku = 'X-HAT';
+
+-- after a restore, its transaction changes nothing else until it commits;
+-- a restore must come first in its transaction
+BEGIN;
+COPY inventory.ledger FROM stdin;
+s-1	1	restock	X-TEE	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+\.
+SELECT inventory.available('X-TEE');
+SELECT ok, status FROM inventory.reserve('X-TEE', 1, 's-2');
+ROLLBACK;
+BEGIN;
+SELECT ok, status FROM inventory.restock('X-TEE', 1, 's-3');
+COPY inventory.ledger FROM stdin;
+s-4	1	restock	X-TEE	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+\.
+ROLLBACK;
+SELECT count(*) AS landed FROM inventory.ledger WHERE order_id LIKE 's-%';
 
 -- COPY of some columns, or by anyone but the owner, is not a restore: its
 -- rows are new movements

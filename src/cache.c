@@ -43,6 +43,16 @@
  * and every path that would pin or admit is refused before it gets here.
  * The cache is therefore empty when a standby is promoted, and after
  * promotion every SKU is loaded afresh from the tables, as after a restart.
+ *
+ * Restores
+ * --------
+ * A restore (restore.c) writes the tables without telling the cache.  It
+ * starts only when no entry of its database is pinned; it then removes the
+ * database's entries and lists the database in inv->restoring, under
+ * inv->lock held exclusively.  While it is listed -- until the restoring
+ * transaction ends -- nothing of that database is loaded, pinned or
+ * admitted (CacheRead answers from the tables), so once the restore commits
+ * every SKU is loaded afresh from what it restored.
  */
 #include "postgres.h"
 
@@ -72,7 +82,6 @@ struct InvEntry
 	bool		loading;		/* placeholder being filled by its loader */
 	bool		exists;			/* the SKU has a committed row */
 	bool		dropping;		/* a transaction is deleting the SKU's row */
-	bool		restoring;		/* a transaction is restoring its movements */
 	int32		pins;
 	int64		on_hand;
 	int64		reserved;
@@ -86,16 +95,24 @@ struct InvEntry
 	InvCounters stats;
 };
 
+/* Databases being restored at once, at most. */
+#define MAX_RESTORES	16
+
 typedef struct InvShared
 {
 	LWLock	   *lock;
 	ConditionVariable loaded;	/* a load finished, or failed */
 	pg_atomic_uint64 loads;
 	pg_atomic_uint64 evictions;
+	pg_atomic_uint32 nrestoring; /* entries of restoring[] in use */
+	Oid			restoring[MAX_RESTORES];	/* under lock; InvalidOid: free */
 } InvShared;
 
 static InvShared *inv = NULL;
 static HTAB *inv_hash = NULL;
+
+/* this backend's transaction is restoring its database */
+static bool restoring_here = false;
 
 /* Share of the idle entries evicted at once when the cache is full. */
 #define EVICT_FRACTION	0.05
@@ -121,6 +138,8 @@ CacheShmemInit(void)
 		ConditionVariableInit(&inv->loaded);
 		pg_atomic_init_u64(&inv->loads, 0);
 		pg_atomic_init_u64(&inv->evictions, 0);
+		pg_atomic_init_u32(&inv->nrestoring, 0);
+		memset(inv->restoring, 0, sizeof(inv->restoring));
 	}
 	info.keysize = sizeof(InvKey);
 	info.entrysize = sizeof(InvEntry);
@@ -251,7 +270,6 @@ EntryLoad(const InvKey *key)
 	entry->loading = true;
 	entry->exists = false;
 	entry->dropping = false;
-	entry->restoring = false;
 	entry->pins = 0;
 	entry->on_hand = entry->reserved = entry->version = 0;
 	entry->holds = entry->incoming = 0;
@@ -314,6 +332,123 @@ EntryWaitLoaded(const InvKey *key)
 	ConditionVariableCancelSleep();
 }
 
+/* Is dbid being restored?  The caller holds inv->lock. */
+static bool
+RestoringLocked(Oid dbid)
+{
+	for (int i = 0; i < MAX_RESTORES; i++)
+	{
+		if (inv->restoring[i] == dbid)
+			return true;
+	}
+	return false;
+}
+
+bool
+CacheRestoring(Oid dbid)
+{
+	bool		result;
+
+	if (inv == NULL || pg_atomic_read_u32(&inv->nrestoring) == 0)
+		return false;
+	LWLockAcquire(inv->lock, LW_SHARED);
+	result = RestoringLocked(dbid);
+	LWLockRelease(inv->lock);
+	return result;
+}
+
+/* Removes every entry of this database; the caller holds inv->lock exclusively. */
+static void
+RemoveDatabaseEntries(void)
+{
+	HASH_SEQ_STATUS status;
+	InvEntry   *entry;
+
+	hash_seq_init(&status, inv_hash);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (entry->key.dbid == MyDatabaseId)
+			hash_search(inv_hash, &entry->key, HASH_REMOVE, NULL);
+	}
+}
+
+/*
+ * A restore starts in this database: see "Restores" above.  Fails when a
+ * transaction has a change in flight here, or too many databases are being
+ * restored at once.
+ */
+void
+CacheBeginRestore(void)
+{
+	HASH_SEQ_STATUS status;
+	InvEntry   *entry;
+	int			busy = 0;
+	int			slot = -1;
+
+	if (restoring_here)
+		return;
+	LWLockAcquire(inv->lock, LW_EXCLUSIVE);
+	hash_seq_init(&status, inv_hash);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (entry->key.dbid == MyDatabaseId && (entry->pins > 0 || entry->loading))
+			busy++;
+	}
+	for (int i = 0; i < MAX_RESTORES && slot < 0; i++)
+	{
+		if (!OidIsValid(inv->restoring[i]))
+			slot = i;
+	}
+	if (busy == 0 && slot >= 0)
+	{
+		RemoveDatabaseEntries();
+		inv->restoring[slot] = MyDatabaseId;
+		pg_atomic_fetch_add_u32(&inv->nrestoring, 1);
+		restoring_here = true;
+	}
+	LWLockRelease(inv->lock);
+
+	if (busy > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot restore while other transactions change inventory in this database"),
+				 errdetail("%d SKUs have changes in flight.", busy),
+				 errhint("Restore into a database where nothing is being sold, or retry.")));
+	if (slot < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many databases are being restored at once"),
+				 errdetail("At most %d restores run at the same time.", MAX_RESTORES),
+				 errhint("Retry when one of them has finished.")));
+}
+
+/* Is this backend's transaction restoring its database? */
+bool
+CacheRestoringHere(void)
+{
+	return restoring_here;
+}
+
+/* The restoring transaction ends (commit or abort); must not fail. */
+void
+CacheEndRestore(void)
+{
+	if (!restoring_here)
+		return;
+	LWLockAcquire(inv->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < MAX_RESTORES; i++)
+	{
+		if (inv->restoring[i] == MyDatabaseId)
+		{
+			inv->restoring[i] = InvalidOid;
+			pg_atomic_fetch_sub_u32(&inv->nrestoring, 1);
+			break;
+		}
+	}
+	LWLockRelease(inv->lock);
+	restoring_here = false;
+}
+
 /*
  * Returns the loaded entry for key, loading it first if needed.  Returns
  * with inv->lock held in shared mode; the caller releases it.
@@ -333,6 +468,18 @@ EntryGet(const InvKey *key)
 		bool		loading;
 
 		LWLockAcquire(inv->lock, LW_SHARED);
+		if (pg_atomic_read_u32(&inv->nrestoring) > 0 && RestoringLocked(key->dbid))
+		{
+			LWLockRelease(inv->lock);
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("the inventory of this database is being restored"),
+					 errdetail("A restore (COPY into inventory.sku or inventory.ledger) is in flight%s.",
+							   restoring_here ? " in this transaction" : ""),
+					 errhint(restoring_here ?
+							 "Make the other changes after the restore has committed." :
+							 "Retry when the restore has committed.")));
+		}
 		entry = hash_search(inv_hash, key, HASH_FIND, NULL);
 		if (entry != NULL)
 		{
@@ -350,18 +497,6 @@ EntryGet(const InvKey *key)
 	}
 }
 
-/* Another transaction is restoring the SKU's movements (restore.c). */
-void
-CacheRaiseRestoring(const InvKey *key)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_IN_USE),
-			 errmsg("sku \"%s\" is being restored by another transaction",
-					key->sku),
-			 errdetail("A COPY into inventory.ledger is loading its movements."),
-			 errhint("Retry when the restore has committed.")));
-}
-
 /*
  * Pins the entry for a change that is about to be written.  The caller
  * (xact.c) records the pin and unpins at the end of the transaction.
@@ -371,12 +506,10 @@ CachePin(const InvKey *key)
 {
 	InvEntry   *entry = EntryGet(key);
 	bool		dropping;
-	bool		restoring;
 
 	SpinLockAcquire(&entry->mutex);
 	dropping = entry->dropping;
-	restoring = entry->restoring;
-	if (!dropping && !restoring)
+	if (!dropping)
 	{
 		entry->pins++;
 		entry->gen++;
@@ -390,8 +523,6 @@ CachePin(const InvKey *key)
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("sku \"%s\" is being deleted by another transaction",
 						key->sku)));
-	if (restoring)
-		CacheRaiseRestoring(key);
 	return entry;
 }
 
@@ -415,9 +546,7 @@ CacheAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
 		entry = EntryGet(key);
 
 	SpinLockAcquire(&entry->mutex);
-	if (entry->restoring && !mine)
-		result = INV_ADMIT_RESTORING;
-	else if (!entry->exists || (entry->dropping && !mine))
+	if (!entry->exists || (entry->dropping && !mine))
 		result = INV_ADMIT_UNKNOWN;
 	else if (expected_version != NULL &&
 			 (entry->version != *expected_version ||
@@ -531,35 +660,15 @@ CacheSetDropping(InvEntry *entry, bool dropping)
 }
 
 /*
- * Marks the entry as being restored by the caller's transaction, which pins
- * it, or takes the mark back.  Like the dropping flag: marking fails when
- * any other transaction has a change to the SKU in flight, and while it is
- * set no other transaction can pin the entry or be admitted.
+ * Would the SKU's counters be within bounds -- reserved never negative,
+ * never more than on_hand -- once the caller's transaction, which pins the
+ * entry, commits?  own is all of its uncommitted change to the SKU,
+ * own_holds the holds it took for them.  Fills view with the counters as
+ * they would be.
  */
 bool
-CacheSetRestoring(InvEntry *entry, bool restoring)
-{
-	bool		ok;
-
-	SpinLockAcquire(&entry->mutex);
-	ok = !restoring || entry->pins == 1;
-	if (ok)
-		entry->restoring = restoring;
-	SpinLockRelease(&entry->mutex);
-	return ok;
-}
-
-/*
- * The check of a restore, when its statement ends: would the SKU's counters
- * be within bounds once the restoring transaction commits?  own is all of
- * that transaction's uncommitted change to the SKU, own_holds the holds it
- * took for its other changes; the entry is marked restoring, so no other
- * transaction can change it meanwhile.  Fills view with the counters as they
- * would be.
- */
-bool
-CacheCheckRestored(InvEntry *entry, const InvEffect *own, int64 own_holds,
-				   InvView *view)
+CacheCheckBounds(InvEntry *entry, const InvEffect *own, int64 own_holds,
+				 InvView *view)
 {
 	SpinLockAcquire(&entry->mutex);
 	FillView(entry, view);
@@ -603,8 +712,6 @@ CacheSettle(InvEntry *entry, const InvSettle *s)
 		entry->exists = false;
 	if (s->was_dropping)
 		entry->dropping = false;
-	if (s->was_restoring)
-		entry->restoring = false;
 	InvCountersAdd(&entry->stats, &s->counts);
 	entry->unfolded += s->unfolded;
 	entry->pins--;
@@ -622,8 +729,9 @@ CacheView(InvEntry *entry, InvView *view)
 }
 
 /*
- * A standby's answer: the SKU's committed counters, read from the tables
- * with a fresh snapshot.  Nothing is in flight on a standby.
+ * The answer of a standby, or of a database being restored: the SKU's
+ * counters read from the tables with a fresh snapshot.  Nothing is in
+ * flight there.
  */
 static bool
 ReadFromTables(const InvKey *key, InvView *view)
@@ -645,8 +753,9 @@ ReadFromTables(const InvKey *key, InvView *view)
 /*
  * Reads the entry for key, loading it first when load is true.  Returns
  * false when the entry is absent (and not loaded), still loading, or the
- * SKU does not exist.  During recovery nothing is cached: with load, the
- * counters come from the tables; without, there is no entry.
+ * SKU does not exist.  During recovery or a restore of the database
+ * nothing is cached: with load, the counters come from the tables; without,
+ * there is no entry.
  */
 bool
 CacheRead(const InvKey *key, bool load, InvView *view)
@@ -654,7 +763,7 @@ CacheRead(const InvKey *key, bool load, InvView *view)
 	InvEntry   *entry;
 	bool		usable = false;
 
-	if (load && RecoveryInProgress())
+	if (load && (RecoveryInProgress() || CacheRestoring(key->dbid)))
 		return ReadFromTables(key, view);
 	if (load)
 		entry = EntryGet(key);

@@ -72,8 +72,7 @@ typedef enum InvAdmit
 	INV_ADMIT_OK,
 	INV_ADMIT_INSUFFICIENT,
 	INV_ADMIT_CONFLICT,
-	INV_ADMIT_UNKNOWN,
-	INV_ADMIT_RESTORING			/* another transaction is restoring the SKU */
+	INV_ADMIT_UNKNOWN
 } InvAdmit;
 
 /* What a transaction hands back to an entry when it ends. */
@@ -85,7 +84,6 @@ typedef struct InvSettle
 	int			exists;			/* +1 created, -1 deleted, 0 unchanged */
 	int64		unfolded;		/* settled movements added, not folded */
 	bool		was_dropping;	/* this transaction set the dropping flag */
-	bool		was_restoring;	/* this transaction set the restoring flag */
 	InvCounters counts;
 } InvSettle;
 
@@ -94,7 +92,6 @@ extern void CacheShmemInit(void);
 extern void CacheMakeKey(InvKey *key, const char *sku, int len);
 
 extern InvEntry *CachePin(const InvKey *key);
-extern void CacheRaiseRestoring(const InvKey *key);
 extern InvAdmit CacheAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
 						   const int64 *expected_version, InvView *view);
 extern InvAdmit CacheStocktake(InvEntry *entry, int64 counted,
@@ -103,9 +100,12 @@ extern InvAdmit CacheStocktake(InvEntry *entry, int64 counted,
 							   InvView *view);
 extern void CacheAddIncoming(InvEntry *entry, int64 qty);
 extern bool CacheSetDropping(InvEntry *entry, bool dropping);
-extern bool CacheSetRestoring(InvEntry *entry, bool restoring);
-extern bool CacheCheckRestored(InvEntry *entry, const InvEffect *own,
-							   int64 own_holds, InvView *view);
+extern bool CacheCheckBounds(InvEntry *entry, const InvEffect *own,
+							 int64 own_holds, InvView *view);
+extern void CacheBeginRestore(void);
+extern void CacheEndRestore(void);
+extern bool CacheRestoring(Oid dbid);
+extern bool CacheRestoringHere(void);
 extern void CacheRelease(InvEntry *entry, int64 hold, int64 incoming);
 extern void CacheSettle(InvEntry *entry, const InvSettle *settle);
 extern void CacheView(InvEntry *entry, InvView *view);

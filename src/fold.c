@@ -13,8 +13,7 @@
  *
  * The trigger allows these two writes only while inv_folding is set.  As
  * they change no counter, they pin no cache entry: a fold in flight is not
- * a change in flight for version-checked calls.  Only movements whose SKU
- * has its base row are folded: a restore may load the ledger first.  The
+ * a change in flight for version-checked calls.  The
  * worker folds the SKUs that the cache knows to have settled movements
  * waiting; inventory.fold() looks at every SKU.
  */
@@ -30,14 +29,25 @@
 #include "fold.h"
 #include "spi.h"
 
-/* Folds up to $1 settled movements chosen by WHERE (with $2 where used). */
+/*
+ * Folds up to $1 settled movements of the SKUs chosen by WHERE (with $2
+ * where used).  The SKUs' base rows are locked first, skipping any that a
+ * stocktake holds: a fold never waits for a buyer or an administrator.  A
+ * movement whose SKU has no base row -- a restore may load the ledger
+ * first -- is not folded.
+ */
 #define FOLD_SQL(WHERE) \
-	"WITH batch AS (" \
-	"  SELECT ctid FROM inventory.ledger" \
-	"   WHERE " WHERE " AND NOT folded" \
-	"   AND (state IS NULL OR state OPERATOR(pg_catalog.<>) 'PENDING')" \
-	"   AND EXISTS (SELECT FROM inventory.sku s" \
-	"               WHERE s.sku OPERATOR(pg_catalog.=) inventory.ledger.sku)" \
+	"WITH skus AS (" \
+	"  SELECT s.sku FROM inventory.sku s WHERE " WHERE \
+	"   AND EXISTS (SELECT FROM inventory.ledger l" \
+	"               WHERE l.sku OPERATOR(pg_catalog.=) s.sku AND NOT l.folded" \
+	"               AND (l.state IS NULL OR l.state OPERATOR(pg_catalog.<>) 'PENDING'))" \
+	"   FOR NO KEY UPDATE OF s SKIP LOCKED" \
+	"), batch AS (" \
+	"  SELECT l.ctid FROM inventory.ledger l" \
+	"   WHERE l.sku OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT sku FROM skus))" \
+	"   AND NOT l.folded" \
+	"   AND (l.state IS NULL OR l.state OPERATOR(pg_catalog.<>) 'PENDING')" \
 	"   LIMIT $1 FOR UPDATE SKIP LOCKED" \
 	"), marked AS (" \
 	"  UPDATE inventory.ledger l SET folded = true" \
@@ -61,7 +71,7 @@
 bool		inv_folding = false;
 
 /* the worker's: the SKUs the cache says have settled movements */
-static InvStmt fold_skus = {FOLD_SQL("sku OPERATOR(pg_catalog.=) ANY ($2)"), 2, {INT8OID, TEXTARRAYOID}};
+static InvStmt fold_skus = {FOLD_SQL("s.sku OPERATOR(pg_catalog.=) ANY ($2)"), 2, {INT8OID, TEXTARRAYOID}};
 /* inventory.fold()'s: every SKU */
 static InvStmt fold_all = {FOLD_SQL("true"), 1, {INT8OID}};
 

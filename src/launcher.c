@@ -224,6 +224,7 @@ inventory_launcher_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 
+		PoolLauncherAwake();
 		now = GetCurrentTimestamp();
 		if (TimestampDifferenceExceeds(last_scan, now, RESCAN_MS))
 		{

@@ -56,9 +56,11 @@ typedef struct PoolDb
 	NameData	datname;
 	bool		probe;			/* not known yet to have the extension */
 	bool		absent;			/* a worker found no extension there */
+	uint32		generation;		/* bumped by CREATE and DROP EXTENSION */
 	int			pauses;			/* statements that need it unconnected */
 	int			slot;			/* the worker in it, or -1 */
 	pg_atomic_uint64 due;		/* TimestampTz; POOL_NOTHING_DUE: none */
+	TimestampTz retry_at;		/* no worker before this, after one failed */
 	TimestampTz oldest_overdue; /* left overdue by the last round, or 0 */
 	TimestampTz last_visit;		/* when the last visit ended, or 0 */
 	int64		visits;
@@ -91,11 +93,13 @@ static PoolDb *dbs = NULL;
 /* in a backend: this transaction's earliest work, and our entry */
 static TimestampTz xact_due = POOL_NOTHING_DUE;
 static int	my_db = -1;
+static TimestampTz my_db_missing_until = 0;
 static bool probe_at_commit = false;
 
 /* in a worker: its slot and database entry, and whether a visit is open */
 static PoolSlot *my_slot = NULL;
 static PoolDb *visit_db = NULL;
+static uint32 visit_generation = 0;
 static bool visiting = false;
 
 /* a worker that failed is sent back after this long */
@@ -165,9 +169,11 @@ TakeDb(Oid dboid, const char *datname)
 	namestrcpy(&db->datname, datname ? datname : "");
 	db->probe = false;
 	db->absent = false;
+	db->generation++;
 	db->pauses = 0;
 	db->slot = -1;
 	pg_atomic_write_u64(&db->due, (uint64) POOL_NOTHING_DUE);
+	db->retry_at = 0;
 	db->oldest_overdue = 0;
 	db->last_visit = 0;
 	db->visits = db->expired = db->folded = 0;
@@ -193,6 +199,19 @@ DueLower(PoolDb *db, TimestampTz when)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * When a worker should next go to the database: its due time (at once when
+ * it is to be probed), but not before a failed worker's retry time.  The
+ * caller holds the lock.
+ */
+static TimestampTz
+NextVisit(PoolDb *db)
+{
+	TimestampTz due = db->probe ? 0 : (TimestampTz) pg_atomic_read_u64(&db->due);
+
+	return Max(due, db->retry_at);
 }
 
 static void
@@ -222,6 +241,9 @@ MyDb(void)
 
 	if (my_db >= 0 && dbs[my_db].dboid == MyDatabaseId)
 		return &dbs[my_db];
+	/* no entry could be had a moment ago: do not search at every commit */
+	if (my_db_missing_until != 0 && GetCurrentTimestamp() < my_db_missing_until)
+		return NULL;
 
 	LWLockAcquire(pool->lock, LW_SHARED);
 	db = FindDb(MyDatabaseId);
@@ -236,6 +258,8 @@ MyDb(void)
 	}
 	if (db != NULL)
 		my_db = db - dbs;
+	else
+		my_db_missing_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RETRY_DELAY_MS);
 	return db;
 }
 
@@ -245,8 +269,11 @@ PublishDue(TimestampTz when)
 {
 	PoolDb	   *db = MyDb();
 
-	/* the launcher is told only when its plan changes */
-	if (db != NULL && DueLower(db, when) &&
+	/*
+	 * The launcher is told only when its plan changes -- and not by a
+	 * worker, which is in the database already.
+	 */
+	if (db != NULL && DueLower(db, when) && my_slot == NULL &&
 		when < (TimestampTz) pg_atomic_read_u64(&pool->launcher_wake))
 		WakeLauncher();
 }
@@ -265,6 +292,8 @@ ProbeMyDb(void)
 	{
 		db->probe = true;
 		db->absent = false;
+		/* a worker that looked before this commit must look again */
+		db->generation++;
 	}
 	LWLockRelease(pool->lock);
 	WakeLauncher();
@@ -345,6 +374,9 @@ PoolPause(Oid dboid)
 		return;
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	db = FindDb(dboid);
+	/* an entry even for a database not known yet, so none is sent there */
+	if (db == NULL && (db = TakeDb(dboid, NULL)) != NULL)
+		db->probe = true;
 	if (db != NULL)
 	{
 		db->pauses++;
@@ -354,6 +386,21 @@ PoolPause(Oid dboid)
 	LWLockRelease(pool->lock);
 	if (pid != 0)
 		kill(pid, SIGTERM);
+}
+
+/* The database is gone (DROP DATABASE committed): forget it. */
+void
+PoolForget(Oid dboid)
+{
+	PoolDb	   *db;
+
+	if (pool == NULL)
+		return;
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	db = FindDb(dboid);
+	if (db != NULL && db->slot < 0)
+		FreeDb(db);
+	LWLockRelease(pool->lock);
 }
 
 void
@@ -382,14 +429,42 @@ LauncherDetach(int code, Datum arg)
 	LWLockRelease(pool->lock);
 }
 
+/*
+ * A new launcher takes over.  Slots that an earlier launcher assigned to
+ * workers that never attached are freed: this launcher has no handle to
+ * see whether they ever will, and one that attaches late finds its slot
+ * taken and leaves.
+ */
 void
 PoolLauncherAttach(void)
 {
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	pool->launcher_pid = MyProcPid;
 	pool->launcher_latch = MyLatch;
+	for (int i = 0; i < pool->nslots; i++)
+	{
+		PoolSlot   *s = &pool->slots[i];
+		PoolDb	   *db;
+
+		if (!OidIsValid(s->dboid) || s->pid != 0)
+			continue;
+		db = FindDb(s->dboid);
+		if (db != NULL && db->slot == i)
+			db->slot = -1;
+		s->dboid = InvalidOid;
+	}
 	LWLockRelease(pool->lock);
 	before_shmem_exit(LauncherDetach, (Datum) 0);
+}
+
+/*
+ * The launcher is about to plan: until it publishes its next wake time,
+ * every commit that makes work due wakes it.
+ */
+void
+PoolLauncherAwake(void)
+{
+	pg_atomic_write_u64(&pool->launcher_wake, (uint64) POOL_NOTHING_DUE);
 }
 
 int
@@ -503,7 +578,7 @@ PoolAssign(TimestampTz now, int *slotno, Oid *dboid, NameData *datname)
 
 		if (!OidIsValid(db->dboid) || db->slot >= 0 || db->pauses > 0 || db->absent)
 			continue;
-		due = db->probe ? 0 : (TimestampTz) pg_atomic_read_u64(&db->due);
+		due = NextVisit(db);
 		if (due > now)
 			continue;
 		if (best == NULL || due < best_due)
@@ -540,7 +615,7 @@ PoolUnassign(int slotno, TimestampTz retry_at)
 	if (db != NULL && db->slot == slotno)
 	{
 		db->slot = -1;
-		(void) DueLower(db, retry_at);
+		db->retry_at = retry_at;
 	}
 	s->dboid = InvalidOid;
 	s->pid = 0;
@@ -577,7 +652,7 @@ PoolEarliestDue(void)
 
 		if (!OidIsValid(db->dboid) || db->slot >= 0 || db->pauses > 0 || db->absent)
 			continue;
-		due = db->probe ? 0 : (TimestampTz) pg_atomic_read_u64(&db->due);
+		due = NextVisit(db);
 		earliest = Min(earliest, due);
 	}
 	LWLockRelease(pool->lock);
@@ -606,8 +681,11 @@ WorkerDetach(int code, Datum arg)
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	if (visit_db != NULL && visit_db->slot == my_slot - pool->slots)
 	{
+		/* a visit cut short leaves its work due; try again a little later */
 		if (visiting)
-			(void) DueLower(visit_db, TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RETRY_DELAY_MS));
+			(void) DueLower(visit_db, GetCurrentTimestamp());
+		if (code != 0 || visiting)
+			visit_db->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RETRY_DELAY_MS);
 		visit_db->slot = -1;
 	}
 	my_slot->dboid = InvalidOid;
@@ -639,6 +717,7 @@ PoolWorkerAttach(int slotno)
 		s->started_at = GetCurrentTimestamp();
 		my_slot = s;
 		visit_db = db;
+		visit_generation = db->generation;
 		if (db->pauses == 0)
 			dboid = db->dboid;
 	}
@@ -703,17 +782,27 @@ PoolVisitEnd(void)
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	visit_db->visits++;
 	visit_db->last_visit = GetCurrentTimestamp();
+	visit_db->retry_at = 0;
 	LWLockRelease(pool->lock);
 }
 
-/* The extension is not in this database. */
+/*
+ * The extension is not in this database -- unless a CREATE EXTENSION
+ * committed since the worker came, which it may not have seen: then the
+ * database is to be probed again.
+ */
 void
 PoolReportAbsent(void)
 {
 	visiting = false;
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
-	visit_db->absent = true;
-	visit_db->probe = false;
+	if (visit_db->generation == visit_generation)
+	{
+		visit_db->absent = true;
+		visit_db->probe = false;
+	}
+	else
+		visit_db->probe = true;
 	LWLockRelease(pool->lock);
 }
 

@@ -26,6 +26,7 @@ extern void PoolCheckRoom(void);
 extern void PoolProbeAtCommit(void);
 extern void PoolPause(Oid dboid);
 extern void PoolResume(Oid dboid);
+extern void PoolForget(Oid dboid);
 
 /* in the launcher */
 typedef struct PoolDbName
@@ -35,6 +36,7 @@ typedef struct PoolDbName
 } PoolDbName;
 
 extern void PoolLauncherAttach(void);
+extern void PoolLauncherAwake(void);
 extern void PoolSync(List *dbs, HTAB *absent);
 extern void PoolForgetAbsent(HTAB *absent);
 extern int	PoolSlots(void);

@@ -1,7 +1,7 @@
 /*
  * restore.c
- *	  Recognises a restore: COPY FROM into inventory.sku or inventory.ledger
- *	  by the owner of the table.
+ *	  Recognises a restore: COPY FROM into inventory.sku or inventory.ledger,
+ *	  of every column, by the owner of the table.
  *
  * pg_dump writes the tables' rows as they are -- reservations in every
  * state, folded movements, SKUs' base counters -- and pg_restore, or psql
@@ -10,17 +10,24 @@
  * movement (a new reservation is PENDING, nothing new is folded).  Instead,
  * while such a COPY runs, the trigger checks each row for what a movement
  * that the state machine produced must look like, and when the COPY ends
- * every SKU it touched must be within bounds (PendingCheckRestored): a
- * consistent dump restores whole, an inconsistent one fails as a whole.
+ * every SKU must be within bounds (0 <= reserved <= on_hand): a consistent
+ * dump restores whole, an inconsistent one fails as a whole.
+ *
+ * A restore does not go through the cache: it starts only when no
+ * transaction has a change in flight in the database, and until it commits
+ * nothing of the database is cached or sold (cache.c, "Restores"); then
+ * every SKU is loaded from what it restored.  So a restore is bounded by
+ * nothing but the tables, whatever the number of SKUs.
  *
  * The two tables may come in either order.  pg_dump writes inventory.sku
  * first, because the ledger declares a foreign key to it, but a parallel
- * pg_restore loads them at the same time.  So restores take turns (a lock
- * held to the end of the transaction), and each checks what it can see
- * whole: the ledger's restore the SKUs whose base row is there, and any
- * base below zero; the restore of inventory.sku the SKUs whose movements
- * are there.  Until its base row arrives, a SKU restored by the ledger
- * alone does not exist: it is neither sold nor folded.
+ * pg_restore loads them at the same time.  So restores of a database take
+ * turns (a lock held to the end of the transaction), and each checks what
+ * it can see whole: the ledger's restore every SKU, the restore of
+ * inventory.sku the SKUs whose movements are there.  Until its row
+ * arrives, a SKU restored by the ledger alone does not exist: it is neither
+ * sold nor folded, and a SKU created later is checked against those
+ * movements (PendingCheckBounds).
  *
  * An INSERT is never a restore, nor a COPY of some of the columns: they
  * follow the rules of a new movement, whoever runs them.
@@ -29,17 +36,15 @@
 
 #include "access/table.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
-#include "utils/acl.h"
 
 #include "cache.h"
 #include "catalog.h"
-#include "ledger.h"
 #include "restore.h"
 #include "spi.h"
 #include "xact.h"
@@ -47,8 +52,17 @@
 /* the table a COPY is restoring, for the rest of that statement */
 static Oid	restoring_rel = InvalidOid;
 
-static InvStmt negative_bases = {
-	"SELECT sku FROM inventory.sku WHERE on_hand OPERATOR(pg_catalog.<) 0", 0
+#define OUT_OF_BOUNDS \
+	"SELECT s.sku, s.on_hand, s.reserved, s.available FROM inventory.stock s" \
+	" WHERE (s.reserved OPERATOR(pg_catalog.<) 0 OR s.available OPERATOR(pg_catalog.<) 0)"
+
+/* after the ledger: every SKU */
+static InvStmt out_of_bounds = {OUT_OF_BOUNDS " LIMIT 1", 0};
+
+/* after inventory.sku: the SKUs whose movements are there already */
+static InvStmt out_of_bounds_moved = {
+	OUT_OF_BOUNDS " AND EXISTS (SELECT FROM inventory.ledger l"
+	" WHERE l.sku OPERATOR(pg_catalog.=) s.sku) LIMIT 1", 0
 };
 
 /*
@@ -87,7 +101,8 @@ CopiesWholeRows(CopyStmt *stmt, Oid relid)
 
 /*
  * Called before a COPY runs: is it a restore of one of the extension's
- * tables?  If so, remembers it until RestoreFinish() or RestoreReset().
+ * tables?  If so, starts it and remembers it until RestoreFinish() or
+ * RestoreReset().
  */
 bool
 RestoreBegin(CopyStmt *stmt)
@@ -107,51 +122,42 @@ RestoreBegin(CopyStmt *stmt)
 		return false;
 	if (!pg_class_ownercheck(relid, GetUserId()) || !CopiesWholeRows(stmt, relid))
 		return false;
+
+	if (PendingAny())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("a restore must come before any other inventory change in its transaction"),
+				 errdetail("This transaction has already changed inventory."),
+				 errhint("Restore in a transaction of its own, or first.")));
 	LockRestore(cat->sku_rel);
+	CacheBeginRestore();
 	restoring_rel = relid;
 	return true;
 }
 
-/*
- * A base below zero is right only with movements that bring it back: once
- * the ledger is restored, check every such SKU, touched by it or not.
- */
-static void
-MarkNegativeBases(void)
-{
-	int			spi = InvSpiConnect();
-	uint64		n = InvStmtRun(&negative_bases, NULL, NULL, true, 0);
-	char	  **skus = SPI_palloc(Max(n, 1) * sizeof(char *));
-
-	for (uint64 i = 0; i < n; i++)
-	{
-		char	   *sku = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-
-		skus[i] = SPI_palloc(strlen(sku) + 1);
-		strcpy(skus[i], sku);
-	}
-	InvSpiFinish(spi);
-
-	for (uint64 i = 0; i < n; i++)
-	{
-		InvKey		key;
-
-		CacheMakeKey(&key, skus[i], strlen(skus[i]));
-		PendingPin(&key);
-		PendingMarkRestoring(&key);
-	}
-}
-
-/* The COPY has loaded every row: check what it restored. */
+/* The COPY has loaded every row: check what the tables now hold. */
 void
 RestoreFinish(void)
 {
 	bool		ledger = (restoring_rel == InvGetCatalog()->ledger_rel);
+	int			spi;
 
 	restoring_rel = InvalidOid;
-	if (ledger)
-		MarkNegativeBases();
-	PendingCheckRestored(!ledger);
+	spi = InvSpiConnect();
+	if (InvStmtRun(ledger ? &out_of_bounds : &out_of_bounds_moved, NULL, NULL, true, 1) > 0)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("restored rows of sku \"%s\" are inconsistent", SPI_getvalue(tup, desc, 1)),
+				 errdetail("With them the SKU would have on_hand %s and reserved %s, which leaves %s available.",
+						   SPI_getvalue(tup, desc, 2), SPI_getvalue(tup, desc, 3),
+						   SPI_getvalue(tup, desc, 4)),
+				 errhint("Restore inventory.sku and inventory.ledger together, from one dump of one database.")));
+	}
+	InvSpiFinish(spi);
 }
 
 void

@@ -315,8 +315,6 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 		/* history, as pg_dump wrote it: checked, and taken as it is */
 		SkuKey(new.sku, &key);
 		CheckRestoredMovement(&new);
-		PendingPin(&key);
-		PendingMarkRestoring(&key);
 		return td->tg_trigtuple;
 	}
 
@@ -414,6 +412,24 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 									 desc, ncols, cols, vals, nulls);
 }
 
+/* Tells the workers when the row needs them, once it commits. */
+static void
+NoteDue(const LedgerTuple *row, bool to_fold)
+{
+	if (row->kind == INV_KIND_RESERVE && row->state == INV_PENDING && row->has_expires_at)
+		PoolNoteDue(row->expires_at);
+	if (to_fold)
+		PoolNoteDue(TimestampTzPlusMilliseconds(GetCurrentStatementStartTimestamp(),
+												inv_expire_interval));
+}
+
+static void
+NoteRestoredDue(const LedgerTuple *row)
+{
+	NoteDue(row, !row->folded &&
+			(row->kind != INV_KIND_RESERVE || row->state != INV_PENDING));
+}
+
 static void
 LedgerAfter(TriggerData *td, const InvCatalog *cat)
 {
@@ -434,35 +450,30 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 	{
 		DecodeLedger(cat, td->tg_trigtuple, desc, &new);
 		SkuKey(new.sku, &key);
-		rc.restored = RestoreInProgress(cat->ledger_rel);
-		/* a restore may load the ledger before inventory.sku */
-		if (!rc.restored && !PendingSkuExists(&key))
+		if (RestoreInProgress(cat->ledger_rel))
+		{
+			/* the cache learns of restored rows once the restore commits */
+			NoteRestoredDue(&new);
+			return;
+		}
+		if (!PendingSkuExists(&key))
 			ereport(ERROR,
 					(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
 					 errmsg("sku \"%s\" does not exist", key.sku),
 					 errhint("Create it with inventory.restock() or by inserting it into inventory.sku.")));
-		if (rc.restored)
+		switch (new.kind)
 		{
-			/* history: it adds no statistics, but may wait to be folded */
-			if (!new.folded && (new.kind != INV_KIND_RESERVE || new.state != INV_PENDING))
+			case INV_KIND_RESERVE:
+				rc.counts.reserves = 1;
+				break;
+			case INV_KIND_RESTOCK:
+				rc.counts.restocks = 1;
+				rc.unfolded = 1;	/* settled when made */
+				break;
+			case INV_KIND_ADJUST:
+				rc.counts.adjusts = 1;
 				rc.unfolded = 1;
-		}
-		else
-		{
-			switch (new.kind)
-			{
-				case INV_KIND_RESERVE:
-					rc.counts.reserves = 1;
-					break;
-				case INV_KIND_RESTOCK:
-					rc.counts.restocks = 1;
-					rc.unfolded = 1;	/* settled when made */
-					break;
-				case INV_KIND_ADJUST:
-					rc.counts.adjusts = 1;
-					rc.unfolded = 1;
-					break;
-			}
+				break;
 		}
 	}
 	else
@@ -494,13 +505,7 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 	rc.delta.reserved = enew.reserved - eold.reserved;
 	rc.delta.version = enew.version - eold.version;
 	PendingRowChange(&key, &rc);
-
-	/* tell the workers when this row needs them, once it commits */
-	if (new.kind == INV_KIND_RESERVE && new.state == INV_PENDING && new.has_expires_at)
-		PoolNoteDue(new.expires_at);
-	if (rc.unfolded > 0)
-		PoolNoteDue(TimestampTzPlusMilliseconds(GetCurrentStatementStartTimestamp(),
-												inv_expire_interval));
+	NoteDue(&new, rc.unfolded > 0);
 }
 
 /*
@@ -573,9 +578,8 @@ SkuBefore(TriggerData *td, const InvCatalog *cat)
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("on_hand and version of a new sku must not be negative")));
-		PendingPin(&key);
-		if (restoring)
-			PendingMarkRestoring(&key);
+		if (!restoring)
+			PendingPin(&key);
 		return td->tg_trigtuple;
 	}
 
@@ -638,6 +642,9 @@ SkuAfter(TriggerData *td, const InvCatalog *cat)
 	/* only the fold changes the base of a SKU, and that changes no counter */
 	if (TRIGGER_FIRED_BY_UPDATE(ev))
 		return;
+	/* the cache learns of restored rows once the restore commits */
+	if (TRIGGER_FIRED_BY_INSERT(ev) && RestoreInProgress(cat->sku_rel))
+		return;
 
 	GetSkuRow(cat, td->tg_trigtuple, desc, &sku, &on_hand, &version);
 	SkuKey(sku, &key);
@@ -648,8 +655,6 @@ SkuAfter(TriggerData *td, const InvCatalog *cat)
 		rc.delta.on_hand = on_hand;
 		rc.delta.version = version;
 		rc.exists = 1;
-		/* a restored base may be below zero: checked at the end */
-		rc.restored = RestoreInProgress(cat->sku_rel);
 	}
 	else
 	{
@@ -658,6 +663,9 @@ SkuAfter(TriggerData *td, const InvCatalog *cat)
 		rc.exists = -1;
 	}
 	PendingRowChange(&key, &rc);
+	/* the ledger may hold movements restored before the SKU's row */
+	if (rc.exists > 0)
+		PendingCheckBounds(&key);
 }
 
 PG_FUNCTION_INFO_V1(inventory_enforce);

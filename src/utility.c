@@ -9,14 +9,16 @@
  *   worker in it is sent away, and none is sent there until the statement
  *   is over.
  * - CREATE EXTENSION inventory is refused when the workers serve as many
- *   databases as they can track; once it, or DROP EXTENSION inventory,
- *   commits, a worker looks at the database again.
+ *   databases as they can track; once it, or DROP EXTENSION inventory (or
+ *   DROP SCHEMA inventory CASCADE), commits, a worker looks at the database
+ *   again.
  */
 #include "postgres.h"
 
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "nodes/parsenodes.h"
+#include "storage/ipc.h"
 #include "tcop/utility.h"
 
 #include "pool.h"
@@ -24,6 +26,39 @@
 #include "utility.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* the database this backend's statement pauses, until it ends */
+static Oid	paused_db = InvalidOid;
+static bool exit_hook_registered = false;
+
+/* A backend that exits in the middle of the statement (FATAL) resumes too. */
+static void
+ResumeAtExit(int code, Datum arg)
+{
+	if (OidIsValid(paused_db))
+		PoolResume(paused_db);
+	paused_db = InvalidOid;
+}
+
+static void
+Pause(Oid dboid)
+{
+	if (!exit_hook_registered)
+	{
+		before_shmem_exit(ResumeAtExit, (Datum) 0);
+		exit_hook_registered = true;
+	}
+	PoolPause(dboid);
+	paused_db = dboid;
+}
+
+static void
+Resume(void)
+{
+	if (OidIsValid(paused_db))
+		PoolResume(paused_db);
+	paused_db = InvalidOid;
+}
 
 static char *
 OptionString(List *options, const char *name)
@@ -75,13 +110,15 @@ IsCreateInventory(Node *stmt)
 		strcmp(((CreateExtensionStmt *) stmt)->extname, "inventory") == 0;
 }
 
+/* DROP EXTENSION inventory, or DROP SCHEMA inventory ... CASCADE */
 static bool
 IsDropInventory(Node *stmt)
 {
 	DropStmt   *drop = (DropStmt *) stmt;
 	ListCell   *lc;
 
-	if (!IsA(stmt, DropStmt) || drop->removeType != OBJECT_EXTENSION)
+	if (!IsA(stmt, DropStmt) ||
+		(drop->removeType != OBJECT_EXTENSION && drop->removeType != OBJECT_SCHEMA))
 		return false;
 	foreach(lc, drop->objects)
 	{
@@ -104,7 +141,7 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	if (IsCreateInventory(stmt))
 		PoolCheckRoom();
 	if (OidIsValid(paused))
-		PoolPause(paused);
+		Pause(paused);
 	PG_TRY();
 	{
 		if (prev_ProcessUtility)
@@ -116,15 +153,15 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	PG_CATCH();
 	{
-		if (OidIsValid(paused))
-			PoolResume(paused);
+		Resume();
 		if (restore)
 			RestoreReset();
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	if (OidIsValid(paused))
-		PoolResume(paused);
+	Resume();
+	if (IsA(stmt, DropdbStmt) && OidIsValid(paused))
+		PoolForget(paused);
 	if (restore)
 		RestoreFinish();
 	if (IsCreateInventory(stmt) || IsDropInventory(stmt))

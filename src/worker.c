@@ -98,6 +98,15 @@ WorkerRound(void)
 		PoolReportAbsent();
 		proc_exit(0);
 	}
+	if (CacheRestoring(MyDatabaseId))
+	{
+		/* nothing of the database changes until the restore commits */
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		PoolVisitRound(0, 0, TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 inv_expire_interval), 0);
+		return;
+	}
 	pgstat_report_activity(STATE_RUNNING, "inventory: expiring overdue reservations");
 	expired = ExpireOverdue(inv_expire_batch);
 	PopActiveSnapshot();

@@ -33,10 +33,8 @@ typedef struct Touched
 	InvEntry   *entry;
 	int			last;			/* its latest change record, or -1 */
 	bool		dropping;		/* this transaction deletes its sku row */
-	bool		restoring;		/* this transaction restores its movements */
 	SubTransactionId pin_subid; /* subtransaction that pinned it */
 	SubTransactionId drop_subid;	/* subtransaction that set dropping */
-	SubTransactionId restore_subid; /* subtransaction that set restoring */
 	InvSettle	settle;			/* filled at the end of the transaction */
 } Touched;
 
@@ -52,7 +50,6 @@ typedef struct Change
 	int64		incoming;		/* registered in shared memory */
 	int			exists;
 	int64		unfolded;
-	int64		restored;		/* movements restored (restore.c) */
 	InvCounters counts;
 } Change;
 
@@ -123,10 +120,8 @@ TouchedAdd(Touched *t, InvEntry *entry)
 	t->entry = entry;
 	t->last = -1;
 	t->dropping = false;
-	t->restoring = false;
 	t->pin_subid = GetCurrentSubTransactionId();
 	t->drop_subid = InvalidSubTransactionId;
-	t->restore_subid = InvalidSubTransactionId;
 	memset(&t->settle, 0, sizeof(InvSettle));
 	touched[ntouched++] = t;
 }
@@ -145,7 +140,6 @@ TouchedUnpinLast(void)
 	Assert(t->last < 0);
 	memset(&settle, 0, sizeof(settle));
 	settle.was_dropping = t->dropping;
-	settle.was_restoring = t->restoring;
 	CacheSettle(t->entry, &settle);
 	hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
 }
@@ -255,8 +249,6 @@ PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
 		entry = t->entry;
 
 	result = CacheAdmit(key, &entry, qty, expected_version, view);
-	if (result == INV_ADMIT_RESTORING)
-		CacheRaiseRestoring(key);
 	if (result != INV_ADMIT_OK)
 	{
 		if (t != NULL && result == INV_ADMIT_UNKNOWN && PendingSkuExists(key))
@@ -367,9 +359,6 @@ RaiseInsufficient(const InvKey *key, int64 need, const InvView *view)
  * row has landed.  A change that lowers available binds a prepaid hold or
  * takes a new one, and fails if there is not enough; a change that raises
  * on_hand registers it as incoming, and fails if on_hand would overflow.
- * The rows of a restore take no hold one by one: they come in no useful
- * order, so their sum is checked when the restore's statement ends
- * (PendingCheckRestored), while the SKU is marked restoring.
  */
 void
 PendingRowChange(const InvKey *key, const InvRowChange *rc)
@@ -380,12 +369,10 @@ PendingRowChange(const InvKey *key, const InvRowChange *rc)
 
 	if (t == NULL)
 		elog(ERROR, "inventory: change to sku \"%s\" was not pinned", key->sku);
-	if (rc->restored && !t->restoring)
-		elog(ERROR, "inventory: restored sku \"%s\" is not marked", key->sku);
 	c = CurrentChange(t);
 
 	need = -(rc->delta.on_hand - rc->delta.reserved);
-	if (need > 0 && !rc->restored)
+	if (need > 0)
 	{
 		if (c->prepaid >= need)
 			c->prepaid -= need;
@@ -399,7 +386,7 @@ PendingRowChange(const InvKey *key, const InvRowChange *rc)
 			c->hold += need;
 		}
 	}
-	if (rc->delta.on_hand > 0 && !rc->restored)
+	if (rc->delta.on_hand > 0)
 	{
 		CacheAddIncoming(t->entry, rc->delta.on_hand);
 		c->incoming += rc->delta.on_hand;
@@ -408,8 +395,6 @@ PendingRowChange(const InvKey *key, const InvRowChange *rc)
 	InvEffectAdd(&c->delta, &rc->delta);
 	c->exists += rc->exists;
 	c->unfolded += rc->unfolded;
-	if (rc->restored && rc->exists == 0)
-		c->restored++;
 	InvCountersAdd(&c->counts, &rc->counts);
 }
 
@@ -463,71 +448,38 @@ PendingMarkDropping(const InvKey *key)
 }
 
 /*
- * The transaction restores movements of the SKU, which it pins; see
- * CacheSetRestoring().
+ * A SKU's row has just been inserted: with the movements the ledger may
+ * already hold for it -- a restore can load the ledger before the SKUs --
+ * is it within bounds?  Fails when those movements take more than it has.
  */
 void
-PendingMarkRestoring(const InvKey *key)
+PendingCheckBounds(const InvKey *key)
 {
 	Touched    *t = TouchedFind(key);
+	InvEffect	own;
+	int64		own_holds = 0;
+	InvView		after;
 
 	if (t == NULL)
 		elog(ERROR, "inventory: sku \"%s\" was not pinned", key->sku);
-	if (t->restoring)
-		return;
-	if (!CacheSetRestoring(t->entry, true))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("cannot restore movements of sku \"%s\" while another transaction changes it",
-						key->sku),
-				 errhint("Retry the restore when its reservations, restocks and stocktakes in flight have ended.")));
-	t->restoring = true;
-	t->restore_subid = GetCurrentSubTransactionId();
-}
-
-/*
- * The end of a restore's statement: every SKU it restored must be within
- * bounds once the transaction commits -- reserved never negative, never
- * more than on_hand -- counting the committed rows and everything the
- * transaction did to it.  A SKU whose base row is not there yet is checked
- * by the restore of inventory.sku; with defer_bases, a SKU that has a base
- * row but no movements yet is left to the restore of the ledger, which may
- * bring it within bounds.  A restore that breaks this fails as a whole.
- */
-void
-PendingCheckRestored(bool defer_bases)
-{
-	for (int i = 0; i < ntouched; i++)
-	{
-		Touched    *t = touched[i];
-		InvEffect	own;
-		int64		own_holds = 0;
-		int64		own_restored = 0;
-		InvView		committed;
-		InvView		after;
-
-		if (!t->restoring || !PendingSkuExists(&t->key))
-			continue;
-		PendingOwnDelta(&t->key, &own);
-		for (int j = t->last; j >= 0; j = changes[j].prev)
-		{
-			own_holds += changes[j].hold;
-			own_restored += changes[j].restored;
-		}
-		if (CacheCheckRestored(t->entry, &own, own_holds, &after))
-			continue;
-		/* a base row whose movements are still to come */
-		CacheView(t->entry, &committed);
-		if (defer_bases && committed.version == 0 && own_restored == 0)
-			continue;
+	PendingOwnDelta(key, &own);
+	for (int i = t->last; i >= 0; i = changes[i].prev)
+		own_holds += changes[i].hold;
+	if (!CacheCheckBounds(t->entry, &own, own_holds, &after))
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("restored rows of sku \"%s\" are inconsistent", t->key.sku),
+				 errmsg("movements of sku \"%s\" do not add up with its row", key->sku),
 				 errdetail("With them the SKU would have on_hand %lld and reserved %lld, which leaves %lld available.",
 						   (long long) after.on_hand, (long long) after.reserved,
 						   (long long) InvViewAvailable(&after)),
-				 errhint("Restore inventory.sku and inventory.ledger together, from one dump of one database.")));
-	}
+				 errhint("The ledger holds movements of this SKU that were restored without its row in inventory.sku; restore that row from the same dump.")));
+}
+
+/* Does this transaction have inventory changes in flight? */
+bool
+PendingAny(void)
+{
+	return ntouched > 0;
 }
 
 /* Undoes the records of an aborted subtransaction. */
@@ -557,11 +509,6 @@ UndoSubtransaction(SubTransactionId subid)
 			CacheSetDropping(t->entry, false);
 			t->dropping = false;
 		}
-		if (t->restoring && t->restore_subid >= subid)
-		{
-			CacheSetRestoring(t->entry, false);
-			t->restoring = false;
-		}
 	}
 }
 
@@ -578,8 +525,6 @@ MergeSubtransaction(SubTransactionId subid, SubTransactionId parent)
 	{
 		if (touched[i]->dropping && touched[i]->drop_subid >= subid)
 			touched[i]->drop_subid = parent;
-		if (touched[i]->restoring && touched[i]->restore_subid >= subid)
-			touched[i]->restore_subid = parent;
 	}
 
 	while (first > 0 && changes[first - 1].subid >= subid)
@@ -600,7 +545,6 @@ MergeSubtransaction(SubTransactionId subid, SubTransactionId parent)
 			p->incoming += c->incoming;
 			p->exists += c->exists;
 			p->unfolded += c->unfolded;
-			p->restored += c->restored;
 			InvCountersAdd(&p->counts, &c->counts);
 			c->sku->last = c->prev;
 		}
@@ -645,7 +589,6 @@ SettleAll(bool commit)
 		Touched    *t = touched[i];
 
 		t->settle.was_dropping = t->dropping;
-		t->settle.was_restoring = t->restoring;
 		CacheSettle(t->entry, &t->settle);
 		hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
 	}
@@ -670,7 +613,7 @@ PendingXactCallback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (ntouched > 0)
+			if (ntouched > 0 || CacheRestoringHere())
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that has changed inventory"),
@@ -680,10 +623,12 @@ PendingXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			SettleAll(true);
+			CacheEndRestore();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			SettleAll(false);
+			CacheEndRestore();
 			break;
 		default:
 			break;

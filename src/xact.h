@@ -28,14 +28,13 @@ typedef struct InvRowChange
 	int			exists;			/* +1 the SKU's row created, -1 deleted */
 	int64		unfolded;		/* settled movements added, not folded */
 	InvCounters counts;			/* for the statistics */
-	bool		restored;		/* a row of a restore: checked at its end */
 } InvRowChange;
 
 extern void PendingRowChange(const InvKey *key, const InvRowChange *change);
 extern bool PendingSkuExists(const InvKey *key);
 extern void PendingMarkDropping(const InvKey *key);
-extern void PendingMarkRestoring(const InvKey *key);
-extern void PendingCheckRestored(bool defer_bases);
+extern void PendingCheckBounds(const InvKey *key);
+extern bool PendingAny(void);
 extern bool PendingOwnDelta(const InvKey *key, InvEffect *delta);
 
 #endif							/* INVENTORY_XACT_H */

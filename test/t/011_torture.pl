@@ -172,11 +172,12 @@ for my $i (1 .. @slices)
 ok( $node->poll_query_until('postgres',
 		'SELECT NOT EXISTS (SELECT FROM inventory.ledger WHERE NOT folded)'),
 	'the worker expires and folds everything left');
+ok( $node->poll_query_until('postgres',
+		"SELECT lag = '0' AND state <> 'waiting' FROM inventory.worker_status WHERE datname = 'postgres'"),
+	'the end: the workers have caught up, no work waits for them');
 worker('off');
 checkpoint('the end');
 is(rows('SELECT sum(reserved) FROM inventory.stock'), '0', 'the end: nothing is reserved');
-is(rows("SELECT lag FROM inventory.worker_status WHERE datname = 'postgres'"),
-	'00:00:00', 'the end: the worker has no lag');
 my @log = grep { /\b(?:ERROR|FATAL|PANIC|WARNING):/ }
   split /\n/, slurp_file($node->logfile, $log_start);
 is(join("\n", @log), '', 'the server logged no ERROR, WARNING, FATAL or PANIC');
