@@ -115,6 +115,15 @@ v-in	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
 SELECT count(*) AS landed FROM inventory.ledger WHERE order_id = 'v-in';
 DELETE FROM inventory.sku WHERE sku = 'X-BAD';
 
+-- a restore does not go through the cache, so it takes any number of
+-- SKUs: more than the cache holds (inventory.max_skus is 1000 here)
+COPY inventory.sku FROM PROGRAM $$seq 1 1500 | awk '{printf "X-MANY-%d\t0\t0\t2026-01-01 00:00:00+00\n", $1}'$$;
+COPY inventory.ledger FROM PROGRAM $$seq 1 1500 | awk '{printf "m-%d\t1\trestock\tX-MANY-%d\t2\t\\N\t\\N\t2026-01-01 00:00:00+00\t\\N\t\\N\tf\n", $1, $1}'$$;
+SELECT count(*) AS skus, sum(available) AS available FROM inventory.stock WHERE sku LIKE 'X-MANY-%';
+SELECT count(*) AS on_sale FROM generate_series(1, 1500) i
+ WHERE inventory.available('X-MANY-' || i) = 2;
+SELECT count(*) FROM inventory.verify();
+
 -- a SKU created by hand or by restock() meets the movements restored
 -- without it, and must add up with them
 COPY inventory.ledger FROM stdin;
@@ -159,5 +168,5 @@ INSERT INTO inventory.ledger
 VALUES ('u-3', 1, 'reserve', 'X-TEE', 1, NULL, 'CONFIRMED', '2026-01-01 10:00:00+00',
 		'2099-01-01 00:00:00+00', '2026-01-01 10:01:00+00', false);
 
-SELECT * FROM inventory.stock WHERE sku LIKE 'X-%' ORDER BY sku;
+SELECT * FROM inventory.stock WHERE sku LIKE 'X-%' AND sku NOT LIKE 'X-MANY-%' ORDER BY sku;
 SELECT * FROM inventory.verify();
