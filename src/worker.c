@@ -127,13 +127,17 @@ WorkerRound(void)
 		if (nskus > 0)
 			folded = FoldSettled(skus, nskus, inv_fold_batch, false);
 	}
-	next = NextExpiry();
+	/* after a full batch more is waiting; else, when is the next one due? */
+	if (expired >= inv_expire_batch || folded >= inv_fold_batch)
+		next = 0;
+	else
+		next = NextExpiry();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 
 	now = GetCurrentTimestamp();
-	if (expired >= inv_expire_batch || folded >= inv_fold_batch)
-		next = now;				/* a full batch: more is waiting */
+	if (next == 0)
+		next = now;
 	else if (next <= now)
 	{
 		/*
