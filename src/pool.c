@@ -32,7 +32,10 @@
  * for another database in between, it lowers that database's due time,
  * which costs one early visit and nothing else.
  * pool->launcher_latch and launcher_wake are read without the lock: setting
- * the latch of a launcher that has just exited wakes nobody who minds.
+ * the latch of a launcher that has just exited wakes nobody who minds.  The
+ * launcher sets launcher_wake to POOL_NOTHING_DUE before it plans and to
+ * its wake time only just before it sleeps, so a commit that lowers a due
+ * time while it plans always sets its latch.
  */
 #include "postgres.h"
 
