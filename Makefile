@@ -1,7 +1,6 @@
 # inventory: stock reservations that never oversell (PGXS)
 
 EXTENSION = inventory
-EXTVERSION = 0.1
 
 MODULE_big = inventory
 OBJS = \
@@ -9,15 +8,15 @@ OBJS = \
 	src/state.o \
 	src/state_parse.o \
 	src/catalog.o \
-	src/spi.o \
+	src/stmt.o \
 	src/ledger.o \
 	src/cache.o \
-	src/xact.o \
+	src/pending.o \
 	src/trigger.o \
 	src/api.o \
 	src/verify.o \
 	src/stats.o \
-	src/fold.o \
+	src/maintenance.o \
 	src/pool.o \
 	src/launcher.o \
 	src/restore.o \

@@ -116,3 +116,10 @@ REVOKE ALL ON inventory.worker_status FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION inventory.worker_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.worker_status() TO inventory_admin;
 GRANT SELECT ON inventory.worker_status TO inventory_admin;
+
+------------------------------------------------------------------------------
+-- One word per idea: a state is final, in SQL and in C
+------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION inventory.is_final(inventory.state) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'state_is_final' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;

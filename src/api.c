@@ -1,7 +1,7 @@
 /*
  * api.c
  *	  The SQL API: reserve, confirm, cancel, extend, restock, adjust,
- *	  available and expire.
+ *	  available, expire and fold.
  *
  * Business outcomes are results, not errors: each call returns one
  * inventory.result row whose status says what happened, because a flash
@@ -33,15 +33,14 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
-#include "api.h"
 #include "cache.h"
 #include "catalog.h"
-#include "fold.h"
+#include "maintenance.h"
 #include "inventory.h"
 #include "ledger.h"
-#include "spi.h"
+#include "stmt.h"
 #include "state.h"
-#include "xact.h"
+#include "pending.h"
 
 /* ---- statements ---- */
 
@@ -85,21 +84,6 @@ static InvStmt expire_one = {
 	"UPDATE inventory.ledger SET state = 'EXPIRED' WHERE" KEY_IS
 	" AND expires_at OPERATOR(pg_catalog.<=) $3",
 	3, {TEXTOID, INT4OID, TIMESTAMPTZOID}
-};
-
-/*
- * Lock a batch of overdue reservations, skipping those a buyer is confirming
- * or cancelling right now, and expire them.
- */
-static InvStmt expire_batch = {
-	"UPDATE inventory.ledger SET state = 'EXPIRED'"
-	" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"   SELECT ctid FROM inventory.ledger"
-	"   WHERE NOT folded AND expires_at OPERATOR(pg_catalog.<=) $1"
-	"   AND state OPERATOR(pg_catalog.=) 'PENDING'"
-	"   ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
-	" AND state OPERATOR(pg_catalog.=) 'PENDING'",
-	2, {TIMESTAMPTZOID, INT8OID}
 };
 
 /* ---- arguments ---- */
@@ -235,7 +219,7 @@ ResultDesc(void)
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("type inventory.result has %d attributes, expected %d",
 							d->natts, RESULT_NATTS),
-					 errhint("Recreate the extension with DROP EXTENSION inventory and CREATE EXTENSION inventory.")));
+					 errhint("Bring the extension's objects in line with the installed library with ALTER EXTENSION inventory UPDATE; dropping the extension would drop its data.")));
 		if (desc)
 			FreeTupleDesc(desc);
 		desc = d;
@@ -291,9 +275,9 @@ ReadCounters(Outcome *o, const char *sku)
 }
 
 static void
-SetMovement(Outcome *o, const LedgerMovement *m)
+SetMovement(Outcome *o, const LedgerRow *m)
 {
-	o->sku = pstrdup(m->sku);
+	o->sku = text_to_cstring(m->sku);
 	o->has_qty = true;
 	o->qty = m->kind == INV_KIND_ADJUST && m->has_counted ? m->counted : m->qty;
 	o->has_state = m->has_state;
@@ -303,9 +287,10 @@ SetMovement(Outcome *o, const LedgerMovement *m)
 }
 
 static void
-KeyReuseError(text *order_id, int32 batch_id, const LedgerMovement *m)
+KeyReuseError(text *order_id, int32 batch_id, const LedgerRow *m)
 {
 	char	   *order = text_to_cstring(order_id);
+	char	   *sku = text_to_cstring(m->sku);
 
 	if (m->kind == INV_KIND_ADJUST)
 		ereport(ERROR,
@@ -313,7 +298,7 @@ KeyReuseError(text *order_id, int32 batch_id, const LedgerMovement *m)
 				 errmsg("key (order_id, batch_id)=(%s, %d) is already used by another movement",
 						order, batch_id),
 				 errdetail("The key belongs to a stocktake of sku \"%s\" to %lld units.",
-						   m->sku, (long long) m->counted),
+						   sku, (long long) m->counted),
 				 errhint("Give each movement its own (order_id, batch_id).")));
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
@@ -321,15 +306,8 @@ KeyReuseError(text *order_id, int32 batch_id, const LedgerMovement *m)
 					order, batch_id),
 			 errdetail("The key belongs to a %s of %lld units of sku \"%s\".",
 					   m->kind == INV_KIND_RESERVE ? "reservation" : "restock",
-					   (long long) m->qty, m->sku),
+					   (long long) m->qty, sku),
 			 errhint("Give each movement its own (order_id, batch_id).")));
-}
-
-static bool
-SameSku(const LedgerMovement *m, text *sku)
-{
-	return strlen(m->sku) == VARSIZE_ANY_EXHDR(sku) &&
-		memcmp(m->sku, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku)) == 0;
 }
 
 /* ---- reserve ---- */
@@ -339,12 +317,12 @@ SameSku(const LedgerMovement *m, text *sku)
  * movement is a duplicate, anything else an error.
  */
 static void
-ReplayOutcome(text *order_id, int32 batch_id, const LedgerMovement *m,
+ReplayOutcome(text *order_id, int32 batch_id, const LedgerRow *m,
 			  InvKind kind, text *sku, int64 qty, Outcome *o)
 {
 	int64		other = (m->kind == INV_KIND_ADJUST) ? m->counted : m->qty;
 
-	if (m->kind != kind || !SameSku(m, sku) || other != qty)
+	if (m->kind != kind || !LedgerRowIsSku(m, sku) || other != qty)
 		KeyReuseError(order_id, batch_id, m);
 	SetMovement(o, m);
 	o->ok = true;
@@ -353,7 +331,7 @@ ReplayOutcome(text *order_id, int32 batch_id, const LedgerMovement *m,
 }
 
 static bool
-FindKey(text *order_id, int32 batch_id, LedgerMovement *m)
+FindKey(text *order_id, int32 batch_id, LedgerRow *m)
 {
 	return LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
 							  batch_id, m);
@@ -374,6 +352,38 @@ OutcomeInit(Outcome *o, text *sku, int64 qty)
 	o->qty = qty;
 }
 
+/* A new movement of qty units of sku under the key; the caller adds the rest. */
+static void
+NewMovement(LedgerNew *n, text *order_id, int32 batch_id, InvKind kind,
+			text *sku, int64 qty)
+{
+	memset(n, 0, sizeof(LedgerNew));
+	n->order_id = order_id;
+	n->batch_id = batch_id;
+	n->kind = kind;
+	n->sku = sku;
+	n->qty = qty;
+}
+
+/* The status of an admission that did not succeed. */
+static const char *
+RefusalStatus(InvAdmit admit)
+{
+	switch (admit)
+	{
+		case INV_ADMIT_UNKNOWN:
+			return "unknown_sku";
+		case INV_ADMIT_CONFLICT:
+			return "version_conflict";
+		case INV_ADMIT_INSUFFICIENT:
+			return "insufficient";
+		case INV_ADMIT_OK:
+			break;
+	}
+	elog(ERROR, "inventory: an admitted change has no refusal status");
+	pg_unreachable();
+}
+
 /*
  * The start of restock() and adjust(): lock the key, and if it is taken,
  * answer the replay (or raise the key's reuse).  Returns true when answered.
@@ -382,7 +392,7 @@ static bool
 AnsweredReplay(text *order_id, int32 batch_id, InvKind kind, text *sku,
 			   int64 qty, Outcome *o)
 {
-	LedgerMovement m;
+	LedgerRow m;
 
 	OutcomeInit(o, sku, qty);
 	LockKey(order_id, batch_id);
@@ -409,7 +419,7 @@ inventory_reserve(PG_FUNCTION_ARGS)
 	InvKey		key;
 	InvView		view;
 	InvAdmit	admit;
-	LedgerMovement m;
+	LedgerRow m;
 
 	CheckWritable("inventory.reserve()");
 
@@ -428,12 +438,7 @@ inventory_reserve(PG_FUNCTION_ARGS)
 		{
 			LedgerNew	n;
 
-			memset(&n, 0, sizeof(n));
-			n.order_id = order_id;
-			n.batch_id = batch_id;
-			n.kind = INV_KIND_RESERVE;
-			n.sku = sku;
-			n.qty = qty;
+			NewMovement(&n, order_id, batch_id, INV_KIND_RESERVE, sku, qty);
 			n.has_expires_at = true;
 			n.expires_at = expires_at;
 			LedgerInsert(&n);
@@ -457,23 +462,22 @@ inventory_reserve(PG_FUNCTION_ARGS)
 	if (FindKey(order_id, batch_id, &m))
 		ReplayOutcome(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty, &o);
 	else
-		o.status = admit == INV_ADMIT_UNKNOWN ? "unknown_sku" :
-			admit == INV_ADMIT_CONFLICT ? "version_conflict" : "insufficient";
+		o.status = RefusalStatus(admit);
 	return MakeResult(fcinfo, &o);
 }
 
 /* ---- confirm, cancel, extend ---- */
 
-typedef enum SettleOp
+typedef enum ReservationOp
 {
 	OP_CONFIRM,
 	OP_CANCEL,
 	OP_EXTEND
-} SettleOp;
+} ReservationOp;
 
 /* The status of a call on a reservation that is already settled. */
 static void
-SettledOutcome(SettleOp op, InvState state, Outcome *o)
+FinalOutcome(ReservationOp op, InvState state, Outcome *o)
 {
 	switch (state)
 	{
@@ -496,7 +500,7 @@ SettledOutcome(SettleOp op, InvState state, Outcome *o)
 }
 
 static Datum
-SettleCall(FunctionCallInfo fcinfo, SettleOp op)
+ReservationCall(FunctionCallInfo fcinfo, ReservationOp op)
 {
 	text	   *order_id = ArgOrderId(fcinfo, 0);
 	int32		batch_id = ArgBatchId(fcinfo, 1);
@@ -523,7 +527,7 @@ SettleCall(FunctionCallInfo fcinfo, SettleOp op)
 	{
 		Datum		values[4];
 		InvStmt    *stmt;
-		LedgerMovement m;
+		LedgerRow m;
 
 		values[0] = PointerGetDatum(order_id);
 		values[1] = Int32GetDatum(batch_id);
@@ -569,7 +573,7 @@ SettleCall(FunctionCallInfo fcinfo, SettleOp op)
 
 		if (m.state != INV_PENDING)
 		{
-			SettledOutcome(op, m.state, &o);
+			FinalOutcome(op, m.state, &o);
 			break;
 		}
 
@@ -584,7 +588,7 @@ SettleCall(FunctionCallInfo fcinfo, SettleOp op)
 			if (expired == 1)
 			{
 				o.state = INV_EXPIRED;
-				SettledOutcome(op, INV_EXPIRED, &o);
+				FinalOutcome(op, INV_EXPIRED, &o);
 				break;
 			}
 		}
@@ -607,21 +611,21 @@ PG_FUNCTION_INFO_V1(inventory_confirm);
 Datum
 inventory_confirm(PG_FUNCTION_ARGS)
 {
-	return SettleCall(fcinfo, OP_CONFIRM);
+	return ReservationCall(fcinfo, OP_CONFIRM);
 }
 
 PG_FUNCTION_INFO_V1(inventory_cancel);
 Datum
 inventory_cancel(PG_FUNCTION_ARGS)
 {
-	return SettleCall(fcinfo, OP_CANCEL);
+	return ReservationCall(fcinfo, OP_CANCEL);
 }
 
 PG_FUNCTION_INFO_V1(inventory_extend);
 Datum
 inventory_extend(PG_FUNCTION_ARGS)
 {
-	return SettleCall(fcinfo, OP_EXTEND);
+	return ReservationCall(fcinfo, OP_EXTEND);
 }
 
 /* ---- restock and adjust ---- */
@@ -656,12 +660,7 @@ inventory_restock(PG_FUNCTION_ARGS)
 		InvSpiFinish(spi);
 	}
 
-	memset(&n, 0, sizeof(n));
-	n.order_id = order_id;
-	n.batch_id = batch_id;
-	n.kind = INV_KIND_RESTOCK;
-	n.sku = sku;
-	n.qty = qty;
+	NewMovement(&n, order_id, batch_id, INV_KIND_RESTOCK, sku, qty);
 	LedgerInsert(&n);
 
 	/* a SKU created by this call counts from zero */
@@ -716,17 +715,11 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	if (admit != INV_ADMIT_OK)
 	{
 		PendingUnpinSince(&key, mark);
-		o.status = admit == INV_ADMIT_UNKNOWN ? "unknown_sku" :
-			admit == INV_ADMIT_CONFLICT ? "version_conflict" : "insufficient";
+		o.status = RefusalStatus(admit);
 		return MakeResult(fcinfo, &o);
 	}
 
-	memset(&n, 0, sizeof(n));
-	n.order_id = order_id;
-	n.batch_id = batch_id;
-	n.kind = INV_KIND_ADJUST;
-	n.sku = sku;
-	n.qty = delta;
+	NewMovement(&n, order_id, batch_id, INV_KIND_ADJUST, sku, delta);
 	n.has_counted = true;
 	n.counted = counted;
 	LedgerInsert(&n);
@@ -750,29 +743,6 @@ inventory_available(PG_FUNCTION_ARGS)
 	if (!CacheRead(&key, true, &view))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(InvViewAvailable(&view));
-}
-
-/*
- * Expires up to max_rows overdue PENDING reservations (all when negative),
- * oldest first, skipping any that a buyer has locked.  The trigger returns
- * their units to available at commit.
- */
-int64
-ExpireOverdue(int64 max_rows)
-{
-	Datum		values[2];
-	char		nulls[3] = "  ";
-	uint64		n;
-	int			spi;
-
-	values[0] = TimestampTzGetDatum(GetCurrentStatementStartTimestamp());
-	values[1] = Int64GetDatum(max_rows);
-	if (max_rows < 0)
-		nulls[1] = 'n';
-	spi = InvSpiConnect();
-	n = InvStmtRun(&expire_batch, values, nulls, false, 0);
-	InvSpiFinish(spi);
-	return (int64) n;
 }
 
 /* max_rows of expire() and fold(): NULL, all, is -1 */

@@ -698,7 +698,7 @@ CacheRelease(InvEntry *entry, int64 hold, int64 incoming)
  * abort callbacks, so it must not fail.
  */
 void
-CacheSettle(InvEntry *entry, const InvSettle *s)
+CacheEndTxn(InvEntry *entry, const InvTxnEnd *s)
 {
 	SpinLockAcquire(&entry->mutex);
 	entry->on_hand += s->delta.on_hand;

@@ -10,8 +10,8 @@
 
 #include "datatype/timestamp.h"
 
+#include "counters.h"
 #include "inventory.h"
-#include "ledger.h"
 
 /* Entries of every database share one table. */
 typedef struct InvKey
@@ -23,33 +23,6 @@ typedef struct InvKey
 } InvKey;
 
 typedef struct InvEntry InvEntry;
-
-/* Per-SKU statistics, in the style of pg_stat_statements. */
-typedef struct InvCounters
-{
-	int64		reserves;		/* reservations committed */
-	int64		rejects;		/* reserve refused: not enough available */
-	int64		conflicts;		/* version-checked call refused */
-	int64		confirms;
-	int64		cancels;
-	int64		expiries;
-	int64		restocks;
-	int64		adjusts;
-} InvCounters;
-
-/* Adds the counters of the settled work counted in src to dst. */
-static inline void
-InvCountersAdd(InvCounters *dst, const InvCounters *src)
-{
-	dst->reserves += src->reserves;
-	dst->rejects += src->rejects;
-	dst->conflicts += src->conflicts;
-	dst->confirms += src->confirms;
-	dst->cancels += src->cancels;
-	dst->expiries += src->expiries;
-	dst->restocks += src->restocks;
-	dst->adjusts += src->adjusts;
-}
 
 /* A consistent copy of an entry's counters. */
 typedef struct InvView
@@ -76,7 +49,7 @@ typedef enum InvAdmit
 } InvAdmit;
 
 /* What a transaction hands back to an entry when it ends. */
-typedef struct InvSettle
+typedef struct InvTxnEnd
 {
 	InvEffect	delta;			/* committed change of the counters */
 	int64		hold;			/* holds to return */
@@ -85,7 +58,7 @@ typedef struct InvSettle
 	int64		unfolded;		/* settled movements added, not folded */
 	bool		was_dropping;	/* this transaction set the dropping flag */
 	InvCounters counts;
-} InvSettle;
+} InvTxnEnd;
 
 extern Size CacheShmemSize(void);
 extern void CacheShmemInit(void);
@@ -107,7 +80,7 @@ extern void CacheEndRestore(void);
 extern bool CacheRestoring(Oid dbid);
 extern bool CacheRestoringHere(void);
 extern void CacheRelease(InvEntry *entry, int64 hold, int64 incoming);
-extern void CacheSettle(InvEntry *entry, const InvSettle *settle);
+extern void CacheEndTxn(InvEntry *entry, const InvTxnEnd *settle);
 extern void CacheView(InvEntry *entry, InvView *view);
 extern const InvKey *CacheEntryKey(InvEntry *entry);
 extern bool CacheRead(const InvKey *key, bool load, InvView *view);

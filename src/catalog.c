@@ -48,7 +48,7 @@ RequiredRelation(const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation \"inventory.%s\" does not exist", name),
-				 errhint("Recreate the extension with DROP EXTENSION inventory and CREATE EXTENSION inventory.")));
+				 errhint("Bring the extension's objects in line with the installed library with ALTER EXTENSION inventory UPDATE; dropping the extension would drop its data.")));
 	return relid;
 }
 
@@ -62,7 +62,7 @@ RequiredColumn(Oid relid, const char *name)
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("column \"%s\" of relation \"inventory.%s\" does not exist",
 						name, get_rel_name(relid)),
-				 errhint("Recreate the extension with DROP EXTENSION inventory and CREATE EXTENSION inventory.")));
+				 errhint("Bring the extension's objects in line with the installed library with ALTER EXTENSION inventory UPDATE; dropping the extension would drop its data.")));
 	return attnum;
 }
 
@@ -90,11 +90,6 @@ InvGetCatalog(void)
 	catalog.ledger_key_index = RequiredRelation("ledger_pkey");
 	catalog.ledger_sku_index = RequiredRelation("ledger_sku_idx");
 	catalog.sku_key_index = RequiredRelation("sku_pkey");
-	catalog.state_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-										 CStringGetDatum("state"),
-										 ObjectIdGetDatum(catalog.schema));
-	if (!OidIsValid(catalog.state_type))
-		elog(ERROR, "type inventory.state does not exist");
 	catalog.result_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 										  CStringGetDatum("result"),
 										  ObjectIdGetDatum(catalog.schema));

@@ -15,7 +15,6 @@ typedef struct InvCatalog
 	Oid			ledger_key_index;	/* UNIQUE (order_id, batch_id) */
 	Oid			ledger_sku_index;	/* (sku, folded) */
 	Oid			sku_key_index;	/* inventory.sku's primary key */
-	Oid			state_type;
 	Oid			result_type;	/* inventory.result */
 	Oid			result_rel;		/* its pg_class entry */
 

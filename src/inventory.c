@@ -23,7 +23,7 @@
 #include "launcher.h"
 #include "pool.h"
 #include "utility.h"
-#include "xact.h"
+#include "pending.h"
 
 PG_MODULE_MAGIC;
 

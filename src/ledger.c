@@ -12,7 +12,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
-#include "access/relscan.h"
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -20,14 +20,8 @@
 #include "common/hashfn.h"
 #include "common/int.h"
 #include "executor/executor.h"
-#include "miscadmin.h"
-#include "nodes/makefuncs.h"
-#include "catalog/pg_collation.h"
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
-#include "executor/tuptable.h"
 #include "fmgr.h"
-#include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -36,7 +30,6 @@
 
 #include "catalog.h"
 #include "ledger.h"
-#include "spi.h"
 
 static const char *const kind_names[] = {
 	[INV_KIND_RESERVE] = "reserve",
@@ -178,35 +171,77 @@ KeyScanEnd(KeyScan *ks)
 	table_close(ks->heap, NoLock);
 }
 
-/* A ledger row, as far as the API needs it. */
-static void
-DecodeMovement(const InvCatalog *cat, TupleTableSlot *slot, LedgerMovement *movement)
+static text *
+NotNullText(HeapTuple tup, TupleDesc desc, AttrNumber att, const char *column)
 {
 	bool		isnull;
+	Datum		d = heap_getattr(tup, att, desc, &isnull);
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("%s must not be null", column)));
+	return DatumGetTextPP(d);
+}
+
+/*
+ * Decodes a ledger row.  The one place that knows the ledger's columns
+ * besides the insert below and the catalog's column numbers.
+ */
+void
+LedgerDecode(HeapTuple tup, TupleDesc desc, LedgerRow *row)
+{
+	const InvCatalog *cat = InvGetCatalog();
+	bool		isnull;
 	Datum		d;
-	text	   *t;
+	text	   *kind;
 
-	d = slot_getattr(slot, cat->l_kind, &isnull);
-	t = DatumGetTextPP(d);
-	movement->kind = LedgerParseKind(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	row->order_id = NotNullText(tup, desc, cat->l_order_id, "order_id");
+	row->sku = NotNullText(tup, desc, cat->l_sku, "sku");
+	kind = NotNullText(tup, desc, cat->l_kind, "kind");
+	row->kind = LedgerParseKind(VARDATA_ANY(kind), VARSIZE_ANY_EXHDR(kind));
 
-	d = slot_getattr(slot, cat->l_sku, &isnull);
-	t = DatumGetTextPP(d);
-	text_to_cstring_buffer(t, movement->sku, sizeof(movement->sku));
+	d = heap_getattr(tup, cat->l_batch_id, desc, &isnull);
+	row->has_batch_id = !isnull;
+	row->batch_id = isnull ? 0 : DatumGetInt32(d);
+	d = heap_getattr(tup, cat->l_qty, desc, &isnull);
+	row->has_qty = !isnull;
+	row->qty = isnull ? 0 : DatumGetInt64(d);
+	d = heap_getattr(tup, cat->l_counted, desc, &isnull);
+	row->has_counted = !isnull;
+	row->counted = isnull ? 0 : DatumGetInt64(d);
+	d = heap_getattr(tup, cat->l_state, desc, &isnull);
+	row->has_state = !isnull;
+	row->state = isnull ? INV_PENDING : DatumGetInvState(d);
+	d = heap_getattr(tup, cat->l_created_at, desc, &isnull);
+	row->has_created_at = !isnull;
+	row->created_at = isnull ? 0 : DatumGetTimestampTz(d);
+	d = heap_getattr(tup, cat->l_expires_at, desc, &isnull);
+	row->has_expires_at = !isnull;
+	row->expires_at = isnull ? 0 : DatumGetTimestampTz(d);
+	d = heap_getattr(tup, cat->l_settled_at, desc, &isnull);
+	row->has_settled_at = !isnull;
+	row->settled_at = isnull ? 0 : DatumGetTimestampTz(d);
+	d = heap_getattr(tup, cat->l_folded, desc, &isnull);
+	row->folded = !isnull && DatumGetBool(d);
+}
 
-	movement->qty = DatumGetInt64(slot_getattr(slot, cat->l_qty, &isnull));
+/* What a row adds to its SKU's counters now: nothing once folded. */
+void
+LedgerRowEffect(const LedgerRow *row, InvEffect *effect)
+{
+	if (row->folded)
+		memset(effect, 0, sizeof(InvEffect));
+	else
+		LedgerEffect(row->kind, row->has_state, row->state, row->qty, effect);
+}
 
-	d = slot_getattr(slot, cat->l_counted, &isnull);
-	movement->has_counted = !isnull;
-	movement->counted = isnull ? 0 : DatumGetInt64(d);
-
-	d = slot_getattr(slot, cat->l_state, &isnull);
-	movement->has_state = !isnull;
-	movement->state = isnull ? INV_PENDING : DatumGetInvState(d);
-
-	d = slot_getattr(slot, cat->l_expires_at, &isnull);
-	movement->has_expires_at = !isnull;
-	movement->expires_at = isnull ? 0 : DatumGetTimestampTz(d);
+/* Is the row a movement of sku?  Compared byte for byte. */
+bool
+LedgerRowIsSku(const LedgerRow *row, text *sku)
+{
+	return VARSIZE_ANY_EXHDR(row->sku) == VARSIZE_ANY_EXHDR(sku) &&
+		memcmp(VARDATA_ANY(row->sku), VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku)) == 0;
 }
 
 /*
@@ -219,7 +254,7 @@ DecodeMovement(const InvCatalog *cat, TupleTableSlot *slot, LedgerMovement *move
  */
 bool
 LedgerFindMovement(const char *order_id, int len, int32 batch_id,
-				   LedgerMovement *movement)
+				   LedgerRow *movement)
 {
 	const InvCatalog *cat = InvGetCatalog();
 	text	   *order_text = cstring_to_text_with_len(order_id, len);
@@ -234,8 +269,9 @@ LedgerFindMovement(const char *order_id, int len, int32 batch_id,
 						   InvalidOid, F_INT4EQ, Int32GetDatum(batch_id));
 	KeyScanStart(&ks, snapshot, keys, 2);
 	found = KeyScanNext(&ks);
+	/* a copy of the row, which the movement's text fields outlive the scan in */
 	if (found)
-		DecodeMovement(cat, ks.slot, movement);
+		LedgerDecode(ExecCopySlotHeapTuple(ks.slot), RelationGetDescr(ks.heap), movement);
 	KeyScanEnd(&ks);
 
 	UnregisterSnapshot(snapshot);
@@ -373,12 +409,14 @@ LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 		KeyScanStart(&ks, snapshot, keys, 2);
 		while (KeyScanNext(&ks))
 		{
-			LedgerMovement m;
+			LedgerRow	m;
 			InvEffect	effect;
+			bool		should_free;
+			HeapTuple	tup = ExecFetchSlotHeapTuple(ks.slot, false, &should_free);
 
 			CHECK_FOR_INTERRUPTS();
-			DecodeMovement(cat, ks.slot, &m);
-			LedgerEffect(m.kind, m.has_state, m.state, m.qty, &effect);
+			LedgerDecode(tup, RelationGetDescr(ks.heap), &m);
+			LedgerRowEffect(&m, &effect);
 			if (pg_add_s64_overflow(truth->on_hand, effect.on_hand, &truth->on_hand) ||
 				pg_add_s64_overflow(truth->reserved, effect.reserved, &truth->reserved) ||
 				pg_add_s64_overflow(truth->version, effect.version, &truth->version))
@@ -388,6 +426,8 @@ LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 						 errhint("Let the worker fold the SKU's settled movements, or run inventory.fold().")));
 			if (unfolded && (!m.has_state || m.state != INV_PENDING))
 				(*unfolded)++;
+			if (should_free)
+				heap_freetuple(tup);
 		}
 		KeyScanEnd(&ks);
 	}

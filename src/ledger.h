@@ -8,8 +8,11 @@
 
 #include "postgres.h"
 
+#include "access/htup.h"
+#include "access/tupdesc.h"
 #include "datatype/timestamp.h"
 
+#include "counters.h"
 #include "inventory.h"
 #include "state.h"
 
@@ -20,40 +23,40 @@ typedef enum InvKind
 	INV_KIND_ADJUST				/* a stocktake: qty is the change of on_hand */
 } InvKind;
 
-/* What a row, or a change of a row, adds to its SKU's counters. */
-typedef struct InvEffect
+/*
+ * A ledger row, decoded: the one shape in which the code reads a movement,
+ * from the trigger, a lookup by key or a load of the cache.  Text fields
+ * point into the tuple decoded.
+ */
+typedef struct LedgerRow
 {
-	int64		on_hand;
-	int64		reserved;
-	int64		version;
-} InvEffect;
-
-static inline void
-InvEffectAdd(InvEffect *dst, const InvEffect *src)
-{
-	dst->on_hand += src->on_hand;
-	dst->reserved += src->reserved;
-	dst->version += src->version;
-}
-
-/* A movement found by its (order_id, batch_id) key. */
-typedef struct LedgerMovement
-{
+	text	   *order_id;
+	bool		has_batch_id;
+	int32		batch_id;
 	InvKind		kind;
-	char		sku[INV_SKU_MAXLEN + 1];
+	text	   *sku;
+	bool		has_qty;
 	int64		qty;
 	bool		has_counted;
 	int64		counted;
 	bool		has_state;
 	InvState	state;
+	bool		has_created_at;
+	TimestampTz created_at;
 	bool		has_expires_at;
 	TimestampTz expires_at;
-} LedgerMovement;
+	bool		has_settled_at;
+	TimestampTz settled_at;
+	bool		folded;
+} LedgerRow;
 
 extern InvKind LedgerParseKind(const char *str, int len);
 extern const char *LedgerKindName(InvKind kind);
 extern void LedgerEffect(InvKind kind, bool has_state, InvState state,
 						 int64 qty, InvEffect *effect);
+extern void LedgerRowEffect(const LedgerRow *row, InvEffect *effect);
+extern void LedgerDecode(HeapTuple tup, TupleDesc desc, LedgerRow *row);
+extern bool LedgerRowIsSku(const LedgerRow *row, text *sku);
 
 extern void LedgerCheckSku(const char *sku, int len);
 extern void LedgerCheckOrderId(const char *order_id, int len);
@@ -74,7 +77,7 @@ typedef struct LedgerNew
 
 extern void LedgerLockKey(const char *order_id, int len, int32 batch_id);
 extern bool LedgerFindMovement(const char *order_id, int len, int32 batch_id,
-							   LedgerMovement *movement);
+							   LedgerRow *movement);
 extern void LedgerInsert(const LedgerNew *movement);
 extern bool LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded);
 

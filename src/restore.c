@@ -46,8 +46,8 @@
 #include "cache.h"
 #include "catalog.h"
 #include "restore.h"
-#include "spi.h"
-#include "xact.h"
+#include "stmt.h"
+#include "pending.h"
 
 /* the table a COPY is restoring, for the rest of that statement */
 static Oid	restoring_rel = InvalidOid;

@@ -42,16 +42,16 @@ InvStateName(InvState state)
 }
 
 bool
-InvStateIsTerminal(InvState state)
+InvStateIsFinal(InvState state)
 {
 	return state != INV_PENDING;
 }
 
-/* PENDING may end in any terminal state; a terminal state never changes. */
+/* PENDING may end in any final state; a final state never changes. */
 bool
 InvStateCanTransition(InvState from, InvState to)
 {
-	return from == INV_PENDING && InvStateIsTerminal(to);
+	return from == INV_PENDING && InvStateIsFinal(to);
 }
 
 static InvState
@@ -202,9 +202,17 @@ state_can_transition(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(InvStateCanTransition(a, b));
 }
 
+PG_FUNCTION_INFO_V1(state_is_final);
+Datum
+state_is_final(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(InvStateIsFinal(CheckedState(PG_GETARG_DATUM(0))));
+}
+
+/* inventory.is_final() of version 0.1, until ALTER EXTENSION ... UPDATE */
 PG_FUNCTION_INFO_V1(state_is_terminal);
 Datum
 state_is_terminal(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(InvStateIsTerminal(CheckedState(PG_GETARG_DATUM(0))));
+	return state_is_final(fcinfo);
 }

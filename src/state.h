@@ -23,7 +23,7 @@ typedef enum InvState
 #define InvStateGetDatum(s)		CharGetDatum((char) (s))
 
 extern const char *InvStateName(InvState state);
-extern bool InvStateIsTerminal(InvState state);
+extern bool InvStateIsFinal(InvState state);
 extern bool InvStateCanTransition(InvState from, InvState to);
 
 #endif							/* INVENTORY_STATE_H */

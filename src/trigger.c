@@ -28,37 +28,14 @@
 
 #include "catalog.h"
 #include "cache.h"
-#include "fold.h"
+#include "maintenance.h"
 #include "inventory.h"
 #include "ledger.h"
 #include "pool.h"
 #include "restore.h"
-#include "spi.h"
+#include "stmt.h"
 #include "state.h"
-#include "xact.h"
-
-/* A ledger row, decoded. */
-typedef struct LedgerTuple
-{
-	text	   *order_id;
-	bool		has_batch_id;
-	int32		batch_id;
-	InvKind		kind;
-	text	   *sku;
-	bool		has_qty;
-	int64		qty;
-	bool		has_counted;
-	int64		counted;
-	bool		has_state;
-	InvState	state;
-	bool		has_created_at;
-	TimestampTz created_at;
-	bool		has_expires_at;
-	TimestampTz expires_at;
-	bool		has_settled_at;
-	TimestampTz settled_at;
-	bool		folded;
-} LedgerTuple;
+#include "pending.h"
 
 static text *
 GetText(HeapTuple tup, TupleDesc desc, AttrNumber att, const char *column)
@@ -74,57 +51,10 @@ GetText(HeapTuple tup, TupleDesc desc, AttrNumber att, const char *column)
 }
 
 static void
-DecodeLedger(const InvCatalog *cat, HeapTuple tup, TupleDesc desc,
-			 LedgerTuple *row)
-{
-	bool		isnull;
-	Datum		d;
-	text	   *kind;
-
-	row->order_id = GetText(tup, desc, cat->l_order_id, "order_id");
-	row->sku = GetText(tup, desc, cat->l_sku, "sku");
-	kind = GetText(tup, desc, cat->l_kind, "kind");
-	row->kind = LedgerParseKind(VARDATA_ANY(kind), VARSIZE_ANY_EXHDR(kind));
-
-	d = heap_getattr(tup, cat->l_batch_id, desc, &isnull);
-	row->has_batch_id = !isnull;
-	row->batch_id = isnull ? 0 : DatumGetInt32(d);
-	d = heap_getattr(tup, cat->l_qty, desc, &isnull);
-	row->has_qty = !isnull;
-	row->qty = isnull ? 0 : DatumGetInt64(d);
-	d = heap_getattr(tup, cat->l_counted, desc, &isnull);
-	row->has_counted = !isnull;
-	row->counted = isnull ? 0 : DatumGetInt64(d);
-	d = heap_getattr(tup, cat->l_state, desc, &isnull);
-	row->has_state = !isnull;
-	row->state = isnull ? INV_PENDING : DatumGetInvState(d);
-	d = heap_getattr(tup, cat->l_created_at, desc, &isnull);
-	row->has_created_at = !isnull;
-	row->created_at = isnull ? 0 : DatumGetTimestampTz(d);
-	d = heap_getattr(tup, cat->l_expires_at, desc, &isnull);
-	row->has_expires_at = !isnull;
-	row->expires_at = isnull ? 0 : DatumGetTimestampTz(d);
-	d = heap_getattr(tup, cat->l_settled_at, desc, &isnull);
-	row->has_settled_at = !isnull;
-	row->settled_at = isnull ? 0 : DatumGetTimestampTz(d);
-	d = heap_getattr(tup, cat->l_folded, desc, &isnull);
-	row->folded = !isnull && DatumGetBool(d);
-}
-
-static void
 SkuKey(text *sku, InvKey *key)
 {
 	LedgerCheckSku(VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
 	CacheMakeKey(key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
-}
-
-static void
-RowEffect(const LedgerTuple *row, InvEffect *effect)
-{
-	if (row->folded)
-		memset(effect, 0, sizeof(InvEffect));
-	else
-		LedgerEffect(row->kind, row->has_state, row->state, row->qty, effect);
 }
 
 static void
@@ -146,7 +76,7 @@ TextEqual(text *a, text *b)
 
 /* What every movement, new or restored, must be. */
 static void
-CheckMovement(const LedgerTuple *row)
+CheckMovement(const LedgerRow *row)
 {
 	LedgerCheckOrderId(VARDATA_ANY(row->order_id), VARSIZE_ANY_EXHDR(row->order_id));
 	if (!row->has_batch_id)
@@ -193,7 +123,7 @@ CheckMovement(const LedgerTuple *row)
  * nor a fold.
  */
 static void
-CheckRestoredMovement(const LedgerTuple *row)
+CheckRestoredMovement(const LedgerRow *row)
 {
 	CheckMovement(row);
 	if (row->kind != INV_KIND_RESERVE)
@@ -233,7 +163,7 @@ CheckRestoredMovement(const LedgerTuple *row)
 
 /* What a new movement, inserted by a call or by hand, must be. */
 static void
-CheckNewMovement(const LedgerTuple *row)
+CheckNewMovement(const LedgerRow *row)
 {
 	CheckMovement(row);
 	if (row->folded)
@@ -257,7 +187,7 @@ CheckNewMovement(const LedgerTuple *row)
 }
 
 static void
-CheckTransition(const LedgerTuple *old, const LedgerTuple *new, TimestampTz now)
+CheckTransition(const LedgerRow *old, const LedgerRow *new, TimestampTz now)
 {
 	if (!InvStateCanTransition(old->state, new->state))
 		ereport(ERROR,
@@ -285,8 +215,8 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 	TupleDesc	desc = RelationGetDescr(td->tg_relation);
 	TriggerEvent ev = td->tg_event;
 	TimestampTz now = GetCurrentStatementStartTimestamp();
-	LedgerTuple new;
-	LedgerTuple old;
+	LedgerRow new;
+	LedgerRow old;
 	InvKey		key;
 	int			ncols = 0;
 	int			cols[3];
@@ -295,7 +225,7 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 
 	if (TRIGGER_FIRED_BY_DELETE(ev))
 	{
-		DecodeLedger(cat, td->tg_trigtuple, desc, &old);
+		LedgerDecode(td->tg_trigtuple, desc, &old);
 		if (!old.folded)
 			ereport(ERROR,
 					(errcode(ERRCODE_RESTRICT_VIOLATION),
@@ -308,7 +238,7 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 		return td->tg_trigtuple;
 	}
 
-	DecodeLedger(cat, td->tg_trigtuple, desc, TRIGGER_FIRED_BY_INSERT(ev) ? &new : &old);
+	LedgerDecode(td->tg_trigtuple, desc, TRIGGER_FIRED_BY_INSERT(ev) ? &new : &old);
 
 	if (TRIGGER_FIRED_BY_INSERT(ev) && RestoreInProgress(cat->ledger_rel))
 	{
@@ -339,7 +269,7 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 	}
 	else
 	{
-		DecodeLedger(cat, td->tg_newtuple, desc, &new);
+		LedgerDecode(td->tg_newtuple, desc, &new);
 		SkuKey(old.sku, &key);
 
 		if (old.folded)
@@ -357,7 +287,7 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 
 		if (new.folded)
 		{
-			if (!inv_folding)
+			if (!FoldInProgress())
 				ereport(ERROR,
 						(errcode(ERRCODE_CHECK_VIOLATION),
 						 errmsg("only the worker folds ledger movements"),
@@ -414,7 +344,7 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 
 /* Tells the workers when the row needs them, once it commits. */
 static void
-NoteDue(const LedgerTuple *row, bool to_fold)
+NoteDue(const LedgerRow *row, bool to_fold)
 {
 	if (row->kind == INV_KIND_RESERVE && row->state == INV_PENDING && row->has_expires_at)
 		PoolNoteDue(row->expires_at);
@@ -424,7 +354,7 @@ NoteDue(const LedgerTuple *row, bool to_fold)
 }
 
 static void
-NoteRestoredDue(const LedgerTuple *row)
+NoteRestoredDue(const LedgerRow *row)
 {
 	NoteDue(row, !row->folded &&
 			(row->kind != INV_KIND_RESERVE || row->state != INV_PENDING));
@@ -435,8 +365,8 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 {
 	TupleDesc	desc = RelationGetDescr(td->tg_relation);
 	TriggerEvent ev = td->tg_event;
-	LedgerTuple old;
-	LedgerTuple new;
+	LedgerRow old;
+	LedgerRow new;
 	InvEffect	eold = {0, 0, 0};
 	InvEffect	enew = {0, 0, 0};
 	InvRowChange rc;
@@ -448,7 +378,7 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 	memset(&rc, 0, sizeof(rc));
 	if (TRIGGER_FIRED_BY_INSERT(ev))
 	{
-		DecodeLedger(cat, td->tg_trigtuple, desc, &new);
+		LedgerDecode(td->tg_trigtuple, desc, &new);
 		SkuKey(new.sku, &key);
 		if (RestoreInProgress(cat->ledger_rel))
 		{
@@ -478,8 +408,8 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 	}
 	else
 	{
-		DecodeLedger(cat, td->tg_trigtuple, desc, &old);
-		DecodeLedger(cat, td->tg_newtuple, desc, &new);
+		LedgerDecode(td->tg_trigtuple, desc, &old);
+		LedgerDecode(td->tg_newtuple, desc, &new);
 		SkuKey(new.sku, &key);
 		if (new.folded)
 		{
@@ -487,7 +417,7 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 			CacheNoteFolded(&key);
 			return;
 		}
-		RowEffect(&old, &eold);
+		LedgerRowEffect(&old, &eold);
 		if (new.kind == INV_KIND_RESERVE && old.state != new.state)
 		{
 			if (new.state == INV_CONFIRMED)
@@ -499,11 +429,9 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 			rc.unfolded = 1;
 		}
 	}
-	RowEffect(&new, &enew);
+	LedgerRowEffect(&new, &enew);
 
-	rc.delta.on_hand = enew.on_hand - eold.on_hand;
-	rc.delta.reserved = enew.reserved - eold.reserved;
-	rc.delta.version = enew.version - eold.version;
+	InvEffectDiff(&rc.delta, &enew, &eold);
 	PendingRowChange(&key, &rc);
 	NoteDue(&new, rc.unfolded > 0);
 }
@@ -618,7 +546,7 @@ SkuBefore(TriggerData *td, const InvCatalog *cat)
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("a sku cannot be renamed"),
 					 errdetail("Its movements in the ledger refer to it by name.")));
-		if ((new_on_hand != on_hand || new_version != version) && !inv_folding)
+		if ((new_on_hand != on_hand || new_version != version) && !FoldInProgress())
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("on_hand and version of inventory.sku change only through the ledger"),

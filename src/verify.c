@@ -23,8 +23,8 @@
 
 #include "cache.h"
 #include "ledger.h"
-#include "spi.h"
-#include "xact.h"
+#include "stmt.h"
+#include "pending.h"
 
 #define VERIFY_RETRIES 5
 

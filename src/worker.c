@@ -32,12 +32,11 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "api.h"
 #include "cache.h"
-#include "fold.h"
+#include "maintenance.h"
 #include "inventory.h"
 #include "pool.h"
-#include "spi.h"
+#include "stmt.h"
 
 /* SKUs folded together in one statement */
 #define FOLD_SKUS	1000

@@ -1,5 +1,5 @@
 /*
- * spi.c
+ * stmt.c
  *	  Running the extension's own SQL.
  *
  * The functions run as their owner (SECURITY DEFINER) but in the caller's
@@ -20,7 +20,7 @@
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
-#include "spi.h"
+#include "stmt.h"
 
 /* Connects to SPI and pins search_path; returns the level to finish with. */
 int

@@ -1,14 +1,15 @@
 /*
- * xact.h
- *	  A transaction's pending changes to SKUs, settled at commit or abort.
+ * pending.h
+ *	  A transaction's pending changes to SKUs, applied at commit and
+ *	  dropped at abort.
  */
-#ifndef INVENTORY_XACT_H
-#define INVENTORY_XACT_H
+#ifndef INVENTORY_PENDING_H
+#define INVENTORY_PENDING_H
 
 #include "postgres.h"
 
 #include "cache.h"
-#include "ledger.h"
+#include "counters.h"
 
 extern void PendingRegisterCallbacks(void);
 
@@ -37,4 +38,4 @@ extern void PendingCheckBounds(const InvKey *key);
 extern bool PendingAny(void);
 extern bool PendingOwnDelta(const InvKey *key, InvEffect *delta);
 
-#endif							/* INVENTORY_XACT_H */
+#endif							/* INVENTORY_PENDING_H */

@@ -1,6 +1,13 @@
 /*
- * fold.c
- *	  Folds settled movements into the SKUs' base counters.
+ * maintenance.c
+ *	  The background work on a database's ledger: expiring overdue
+ *	  reservations and folding settled movements into the SKUs' base
+ *	  counters.  The workers do it (worker.c); inventory.expire() and
+ *	  inventory.fold() do it on demand.
+ *
+ * Expiry settles PENDING reservations past their expires_at, in batches,
+ * oldest first, skipping any row a buyer has locked at that moment, so it
+ * never waits for a buyer; the trigger returns their units at commit.
  *
  * A SKU's counters are its base row in inventory.sku plus the effect of its
  * unfolded ledger rows.  A movement that can no longer change -- a restock,
@@ -11,7 +18,7 @@
  * last fold, never its whole history.  The movement stays in the ledger:
  * its key still makes retried calls safe.
  *
- * The trigger allows these two writes only while inv_folding is set.  As
+ * The trigger allows these two writes only while FoldInProgress().  As
  * they change no counter, they pin no cache entry: a fold in flight is not
  * a change in flight for version-checked calls.  The
  * worker folds the SKUs that the cache knows to have settled movements
@@ -19,6 +26,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
@@ -26,8 +34,8 @@
 #include "utils/builtins.h"
 
 #include "catalog.h"
-#include "fold.h"
-#include "spi.h"
+#include "maintenance.h"
+#include "stmt.h"
 
 /*
  * Folds up to $1 settled movements of the SKUs chosen by WHERE (with $2
@@ -68,7 +76,52 @@
 	"SELECT (SELECT pg_catalog.count(*) FROM marked)," \
 	"       (SELECT pg_catalog.count(*) FROM bases)"
 
-bool		inv_folding = false;
+/* set while a fold moves effects from ledger rows into sku rows */
+static bool folding = false;
+
+/*
+ * Lock a batch of overdue reservations, skipping those a buyer is confirming
+ * or cancelling right now, and expire them.
+ */
+static InvStmt expire_batch = {
+	"UPDATE inventory.ledger SET state = 'EXPIRED'"
+	" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"   SELECT ctid FROM inventory.ledger"
+	"   WHERE NOT folded AND expires_at OPERATOR(pg_catalog.<=) $1"
+	"   AND state OPERATOR(pg_catalog.=) 'PENDING'"
+	"   ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
+	" AND state OPERATOR(pg_catalog.=) 'PENDING'",
+	2, {TIMESTAMPTZOID, INT8OID}
+};
+
+/*
+ * Expires up to max_rows overdue PENDING reservations (all when negative),
+ * oldest first.  Returns how many.
+ */
+int64
+ExpireOverdue(int64 max_rows)
+{
+	Datum		values[2];
+	char		nulls[3] = "  ";
+	uint64		n;
+	int			spi;
+
+	values[0] = TimestampTzGetDatum(GetCurrentStatementStartTimestamp());
+	values[1] = Int64GetDatum(max_rows);
+	if (max_rows < 0)
+		nulls[1] = 'n';
+	spi = InvSpiConnect();
+	n = InvStmtRun(&expire_batch, values, nulls, false, 0);
+	InvSpiFinish(spi);
+	return (int64) n;
+}
+
+/* Is this backend folding now?  The trigger lets only a fold mark rows folded. */
+bool
+FoldInProgress(void)
+{
+	return folding;
+}
 
 /* the worker's: the SKUs the cache says have settled movements */
 static InvStmt fold_skus = {FOLD_SQL("s.sku OPERATOR(pg_catalog.=) ANY ($2)"), 2, {INT8OID, TEXTARRAYOID}};
@@ -119,7 +172,7 @@ FoldSettled(char **skus, int nskus, int64 max_rows, bool wait)
 		args[1] = PointerGetDatum(construct_array(elems, nskus, TEXTOID, -1, false, TYPALIGN_INT));
 	}
 
-	inv_folding = true;
+	folding = true;
 	PG_TRY();
 	{
 		bool		isnull;
@@ -130,7 +183,7 @@ FoldSettled(char **skus, int nskus, int64 max_rows, bool wait)
 	}
 	PG_FINALLY();
 	{
-		inv_folding = false;
+		folding = false;
 	}
 	PG_END_TRY();
 	InvSpiFinish(spi);

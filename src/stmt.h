@@ -1,9 +1,9 @@
 /*
- * spi.h
+ * stmt.h
  *	  Running the extension's own SQL.
  */
-#ifndef INVENTORY_SPI_H
-#define INVENTORY_SPI_H
+#ifndef INVENTORY_STMT_H
+#define INVENTORY_STMT_H
 
 #include "postgres.h"
 
@@ -24,4 +24,4 @@ extern void InvSpiFinish(int level);
 extern uint64 InvStmtRun(InvStmt *stmt, Datum *values, const char *nulls,
 						 bool latest, long count);
 
-#endif							/* INVENTORY_SPI_H */
+#endif							/* INVENTORY_STMT_H */

@@ -1,7 +1,7 @@
 /*
- * xact.c
+ * pending.c
  *	  A transaction's pending changes to SKUs, and the transaction callbacks
- *	  that settle them.
+ *	  that apply them at commit and drop them at abort.
  *
  * Every change to a SKU -- whoever makes it, through whichever path -- first
  * pins the SKU's cache entry (PendingPin), then lands its row, and then the
@@ -24,7 +24,7 @@
 #include "utils/memutils.h"
 
 #include "cache.h"
-#include "xact.h"
+#include "pending.h"
 
 /* A SKU this transaction pins. */
 typedef struct Touched
@@ -35,7 +35,7 @@ typedef struct Touched
 	bool		dropping;		/* this transaction deletes its sku row */
 	SubTransactionId pin_subid; /* subtransaction that pinned it */
 	SubTransactionId drop_subid;	/* subtransaction that set dropping */
-	InvSettle	settle;			/* filled at the end of the transaction */
+	InvTxnEnd	end;			/* filled at the end of the transaction */
 } Touched;
 
 /* A SKU's changes within one subtransaction. */
@@ -122,7 +122,7 @@ TouchedAdd(Touched *t, InvEntry *entry)
 	t->dropping = false;
 	t->pin_subid = GetCurrentSubTransactionId();
 	t->drop_subid = InvalidSubTransactionId;
-	memset(&t->settle, 0, sizeof(InvSettle));
+	memset(&t->end, 0, sizeof(InvTxnEnd));
 	touched[ntouched++] = t;
 }
 
@@ -135,12 +135,12 @@ static void
 TouchedUnpinLast(void)
 {
 	Touched    *t = touched[--ntouched];
-	InvSettle	settle;
+	InvTxnEnd	end;
 
 	Assert(t->last < 0);
-	memset(&settle, 0, sizeof(settle));
-	settle.was_dropping = t->dropping;
-	CacheSettle(t->entry, &settle);
+	memset(&end, 0, sizeof(end));
+	end.was_dropping = t->dropping;
+	CacheEndTxn(t->entry, &end);
 	hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
 }
 
@@ -167,11 +167,11 @@ TouchedAddOrGiveBack(const InvKey *key, InvEntry *entry, int64 qty)
 	}
 	PG_CATCH();
 	{
-		InvSettle	undo;
+		InvTxnEnd	undo;
 
 		memset(&undo, 0, sizeof(undo));
 		undo.hold = qty;
-		CacheSettle(entry, &undo);
+		CacheEndTxn(entry, &undo);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -566,12 +566,12 @@ MergeSubtransaction(SubTransactionId subid, SubTransactionId parent)
  * allocate.
  */
 static void
-SettleAll(bool commit)
+EndTransaction(bool commit)
 {
 	for (int i = 0; i < nchanges; i++)
 	{
 		Change	   *c = &changes[i];
-		InvSettle  *s = &c->sku->settle;
+		InvTxnEnd  *s = &c->sku->end;
 
 		s->hold += c->hold;
 		s->incoming += c->incoming;
@@ -588,8 +588,8 @@ SettleAll(bool commit)
 	{
 		Touched    *t = touched[i];
 
-		t->settle.was_dropping = t->dropping;
-		CacheSettle(t->entry, &t->settle);
+		t->end.was_dropping = t->dropping;
+		CacheEndTxn(t->entry, &t->end);
 		hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
 	}
 	ntouched = 0;
@@ -622,12 +622,12 @@ PendingXactCallback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			SettleAll(true);
+			EndTransaction(true);
 			CacheEndRestore();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			SettleAll(false);
+			EndTransaction(false);
 			CacheEndRestore();
 			break;
 		default:
