@@ -3,11 +3,12 @@
  *	  Finds the extension's schema, tables, index and type in the current
  *	  database, and remembers them until a relcache invalidation says they
  *	  may have changed (DROP EXTENSION followed by CREATE EXTENSION gives
- *	  them new OIDs).  Callers that keep derived state, such as prepared
+ *	  them new OIDs); reads a column of their rows.  Callers that keep derived state, such as prepared
  *	  plans, compare the epoch to know when to rebuild it.
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -114,4 +115,19 @@ InvGetCatalog(void)
 
 	catalog_valid = true;
 	return &catalog;
+}
+
+/* A text column of one of the extension's rows that must not be NULL. */
+text *
+CatalogNotNullText(HeapTuple tup, TupleDesc desc, AttrNumber att,
+				   const char *column)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tup, att, desc, &isnull);
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("%s must not be null", column)));
+	return DatumGetTextPP(d);
 }

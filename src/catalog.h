@@ -7,6 +7,9 @@
 
 #include "postgres.h"
 
+#include "access/htup.h"
+#include "access/tupdesc.h"
+
 typedef struct InvCatalog
 {
 	Oid			schema;
@@ -40,5 +43,7 @@ typedef struct InvCatalog
 } InvCatalog;
 
 extern const InvCatalog *InvGetCatalog(void);
+extern text *CatalogNotNullText(HeapTuple tup, TupleDesc desc, AttrNumber att,
+								const char *column);
 
 #endif							/* INVENTORY_CATALOG_H */

@@ -171,19 +171,6 @@ KeyScanEnd(KeyScan *ks)
 	table_close(ks->heap, NoLock);
 }
 
-static text *
-NotNullText(HeapTuple tup, TupleDesc desc, AttrNumber att, const char *column)
-{
-	bool		isnull;
-	Datum		d = heap_getattr(tup, att, desc, &isnull);
-
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NOT_NULL_VIOLATION),
-				 errmsg("%s must not be null", column)));
-	return DatumGetTextPP(d);
-}
-
 /*
  * Decodes a ledger row.  The one place that knows the ledger's columns
  * besides the insert below and the catalog's column numbers.
@@ -196,32 +183,24 @@ LedgerDecode(HeapTuple tup, TupleDesc desc, LedgerRow *row)
 	Datum		d;
 	text	   *kind;
 
-	row->order_id = NotNullText(tup, desc, cat->l_order_id, "order_id");
-	row->sku = NotNullText(tup, desc, cat->l_sku, "sku");
-	kind = NotNullText(tup, desc, cat->l_kind, "kind");
+	row->order_id = CatalogNotNullText(tup, desc, cat->l_order_id, "order_id");
+	row->sku = CatalogNotNullText(tup, desc, cat->l_sku, "sku");
+	kind = CatalogNotNullText(tup, desc, cat->l_kind, "kind");
 	row->kind = LedgerParseKind(VARDATA_ANY(kind), VARSIZE_ANY_EXHDR(kind));
 
-	d = heap_getattr(tup, cat->l_batch_id, desc, &isnull);
-	row->has_batch_id = !isnull;
-	row->batch_id = isnull ? 0 : DatumGetInt32(d);
-	d = heap_getattr(tup, cat->l_qty, desc, &isnull);
-	row->has_qty = !isnull;
-	row->qty = isnull ? 0 : DatumGetInt64(d);
-	d = heap_getattr(tup, cat->l_counted, desc, &isnull);
-	row->has_counted = !isnull;
-	row->counted = isnull ? 0 : DatumGetInt64(d);
-	d = heap_getattr(tup, cat->l_state, desc, &isnull);
-	row->has_state = !isnull;
-	row->state = isnull ? INV_PENDING : DatumGetInvState(d);
-	d = heap_getattr(tup, cat->l_created_at, desc, &isnull);
-	row->has_created_at = !isnull;
-	row->created_at = isnull ? 0 : DatumGetTimestampTz(d);
-	d = heap_getattr(tup, cat->l_expires_at, desc, &isnull);
-	row->has_expires_at = !isnull;
-	row->expires_at = isnull ? 0 : DatumGetTimestampTz(d);
-	d = heap_getattr(tup, cat->l_settled_at, desc, &isnull);
-	row->has_settled_at = !isnull;
-	row->settled_at = isnull ? 0 : DatumGetTimestampTz(d);
+	/* a nullable column: has_<field> and <field>, dflt when NULL */
+#define COLUMN(field, att, conv, dflt) \
+	(d = heap_getattr(tup, (att), desc, &isnull), \
+	 row->has_##field = !isnull, \
+	 row->field = isnull ? (dflt) : conv(d))
+	COLUMN(batch_id, cat->l_batch_id, DatumGetInt32, 0);
+	COLUMN(qty, cat->l_qty, DatumGetInt64, 0);
+	COLUMN(counted, cat->l_counted, DatumGetInt64, 0);
+	COLUMN(state, cat->l_state, DatumGetInvState, INV_PENDING);
+	COLUMN(created_at, cat->l_created_at, DatumGetTimestampTz, 0);
+	COLUMN(expires_at, cat->l_expires_at, DatumGetTimestampTz, 0);
+	COLUMN(settled_at, cat->l_settled_at, DatumGetTimestampTz, 0);
+#undef COLUMN
 	d = heap_getattr(tup, cat->l_folded, desc, &isnull);
 	row->folded = !isnull && DatumGetBool(d);
 }

@@ -37,19 +37,6 @@
 #include "state.h"
 #include "pending.h"
 
-static text *
-GetText(HeapTuple tup, TupleDesc desc, AttrNumber att, const char *column)
-{
-	bool		isnull;
-	Datum		d = heap_getattr(tup, att, desc, &isnull);
-
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NOT_NULL_VIOLATION),
-				 errmsg("%s must not be null", column)));
-	return DatumGetTextPP(d);
-}
-
 static void
 SkuKey(text *sku, InvKey *key)
 {
@@ -464,7 +451,7 @@ GetSkuRow(const InvCatalog *cat, HeapTuple tup, TupleDesc desc,
 	bool		isnull;
 	Datum		d;
 
-	*sku = GetText(tup, desc, cat->s_sku, "sku");
+	*sku = CatalogNotNullText(tup, desc, cat->s_sku, "sku");
 	d = heap_getattr(tup, cat->s_on_hand, desc, &isnull);
 	if (isnull)
 		ereport(ERROR,
