@@ -182,74 +182,8 @@ SQL
 [ $? -eq 0 ] || inv_die "set-up of the bench database failed"
 
 # ---------------------------------------------------------------- pgbench scripts
-cat >"$DIR/sql/floor.sql" <<'SQL'
-SELECT 1;
-SQL
-# the executor's cost of a function in FROM that returns a row, with next to
-# no work inside: what any SELECT * FROM inventory.reserve(...) pays at least
-cat >"$DIR/sql/floor_fn.sql" <<'SQL'
-SELECT * FROM inventory.cache_info();
-SQL
-# the index probe by which a refused reserve recognises a replayed key
-cat >"$DIR/sql/floor_key.sql" <<'SQL'
-\set n random(1, 9000000000000000000)
-SELECT 1 FROM inventory.ledger WHERE order_id = 'o1c-' || :n AND batch_id = 1;
-SQL
-cat >"$DIR/sql/sql_update.sql" <<'SQL'
-UPDATE stock SET qty = qty - 1 WHERE sku = :sku AND qty >= 1;
-SQL
-cat >"$DIR/sql/sql_update_ledger.sql" <<'SQL'
-\set n random(1, 9000000000000000000)
-BEGIN;
-UPDATE stock SET qty = qty - 1 WHERE sku = :sku AND qty >= 1;
-INSERT INTO ledger (order_id, batch_id, sku, qty) VALUES ('o2b-' || :n, 1, :sku, 1);
-COMMIT;
-SQL
-cat >"$DIR/sql/sql_for_update.sql" <<'SQL'
-BEGIN;
-SELECT qty FROM stock WHERE sku = :sku FOR UPDATE;
-UPDATE stock SET qty = qty - 1 WHERE sku = :sku;
-COMMIT;
-SQL
-cat >"$DIR/sql/sql_ledger.sql" <<'SQL'
-\set n random(1, 9000000000000000000)
-INSERT INTO ledger (order_id, batch_id, sku, qty) VALUES ('o2d-' || :n, 1, :sku, 1);
-SQL
-cat >"$DIR/sql/sql_ledger3.sql" <<'SQL'
-\set n random(1, 9000000000000000000)
-INSERT INTO ledger3 (order_id, batch_id, kind, sku, qty, state, expires_at)
-VALUES ('o2e-' || :n, 1, 'reserve', :sku, 1, 'PENDING', now() + interval '1 day');
-SQL
-cat >"$DIR/sql/sql_ledger3_oc.sql" <<'SQL'
-\set n random(1, 9000000000000000000)
-INSERT INTO ledger3c (order_id, batch_id, kind, sku, qty, state, expires_at)
-VALUES ('o2f-' || :n, 1, 'reserve', :sku, 1, 'PENDING', now() + interval '1 day')
-ON CONFLICT (order_id, batch_id) DO NOTHING;
-SQL
-cat >"$DIR/sql/reserve.sql" <<'SQL'
-\set n random(1, 9000000000000000000)
-SELECT * FROM inventory.reserve(:sku, 1, :prefix || :n);
-SQL
-cat >"$DIR/sql/reserve_many.sql" <<'SQL'
-\set n random(1, 9000000000000000000)
-\set k random(1, :nskus)
-SELECT * FROM inventory.reserve('U-' || :k, 1, 'o6-' || :n);
-SQL
-# one buyer: 70% pay, 20% change their mind, 10% walk away (1 s ttl)
-cat >"$DIR/sql/lifecycle.sql" <<'SQL'
-\set n random(1, 9000000000000000000)
-\set r random(1, 100)
-\if :r <= 90
-SELECT * FROM inventory.reserve(:sku, 1, 'o7-' || :n);
-\if :r <= 70
-SELECT * FROM inventory.confirm('o7-' || :n);
-\else
-SELECT * FROM inventory.cancel('o7-' || :n);
-\endif
-\else
-SELECT * FROM inventory.reserve(:sku, 1, 'o7-' || :n, ttl => interval '1 second');
-\endif
-SQL
+# bench/sql/*.sql, copied where the postgres user can read them
+cp "$INV_TOP"/bench/sql/*.sql "$DIR/sql/"
 chmod -R a+rX "$DIR/sql"
 
 # ---------------------------------------------------------------- runners

@@ -26,26 +26,13 @@ psql_q() { inv_as_pg psql -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
 psql_q -c 'CREATE EXTENSION inventory' \
 	-c "SELECT inventory.restock('FLASH-1', $UNITS, 'delivery-1')" >/dev/null
 
-cat >"$DIR/buyer.sql" <<'SQL'
-\set buyer random(1, 9000000000000000000)
-\set pays random(1, 10)
-BEGIN;
-SELECT ok AS got FROM inventory.reserve('FLASH-1', 1, 'buyer-' || :buyer) \gset
-\if :got
-  \if :pays <= 9
-    SELECT status FROM inventory.confirm('buyer-' || :buyer);
-  \else
-    SELECT status FROM inventory.cancel('buyer-' || :buyer);
-  \endif
-\endif
-COMMIT;
-SQL
+cp "$INV_TOP/bench/sql/buyer.sql" "$DIR/buyer.sql"
 chmod a+r "$DIR/buyer.sql"
 
 PER_CLIENT=$(( (BUYERS + CLIENTS - 1) / CLIENTS ))
 inv_log "flash sale: $((PER_CLIENT * CLIENTS)) buyers, $UNITS units, $CLIENTS connections"
 inv_as_pg pgbench -n -M prepared -c "$CLIENTS" -j 2 -t "$PER_CLIENT" -P 1 \
-	-f "$DIR/buyer.sql" postgres 2>&1 | tee "$DIR/pgbench.out" |
+	-D sku=FLASH-1 -D pay=9 -f "$DIR/buyer.sql" postgres 2>&1 | tee "$DIR/pgbench.out" |
 	grep -E '^progress' | sed 's/^/  /'
 TPS=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$DIR/pgbench.out" | head -1)
 

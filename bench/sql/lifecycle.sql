@@ -1,0 +1,13 @@
+-- one buyer: 70% pay, 20% change their mind, 10% walk away (1 s ttl)
+\set n random(1, 9000000000000000000)
+\set r random(1, 100)
+\if :r <= 90
+SELECT * FROM inventory.reserve(:sku, 1, 'o7-' || :n);
+\if :r <= 70
+SELECT * FROM inventory.confirm('o7-' || :n);
+\else
+SELECT * FROM inventory.cancel('o7-' || :n);
+\endif
+\else
+SELECT * FROM inventory.reserve(:sku, 1, 'o7-' || :n, ttl => interval '1 second');
+\endif
