@@ -45,3 +45,23 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 $(OBJS): $(wildcard src/*.h)
+
+# One suite at a time, on a temporary cluster of its own (see the README,
+# Testing); one test with REGRESS=, ISOLATION= or PROVE_TESTS=:
+#   make installcheck-regress REGRESS=restore
+#   make installcheck-isolation ISOLATION=last_unit
+#   make installcheck-tap PROVE_TESTS=test/t/012_failover.pl
+# pgTAP needs a running server that preloads the library (PGHOST, PGPORT,
+# PGDATABASE as for psql):
+#   make installcheck-pgtap [PGTAP_TESTS=test/pgtap/outcomes.sql]
+PGTAP_TESTS = $(wildcard $(srcdir)/test/pgtap/*.sql)
+
+.PHONY: installcheck-regress installcheck-isolation installcheck-tap installcheck-pgtap
+installcheck-regress:
+	$(MAKE) installcheck ISOLATION= TAP_TESTS=
+installcheck-isolation:
+	$(MAKE) installcheck REGRESS= TAP_TESTS=
+installcheck-tap:
+	$(MAKE) installcheck REGRESS= ISOLATION=
+installcheck-pgtap:
+	pg_prove --verbose $(PGTAP_TESTS)

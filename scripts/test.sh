@@ -26,7 +26,7 @@ run_pg_regress() {
 	local name=$1 log=$WORK/$1.log diffs=$2
 	shift 2
 	inv_log "$name"
-	if inv_as_pg make -C "$WORK/tree" installcheck "$@" >"$log" 2>&1; then
+	if inv_as_pg make -C "$WORK/tree" "$@" >"$log" 2>&1; then
 		count "$log" '\.\.\. ok' '\.\.\. (FAILED|failed)'
 	else
 		count "$log" '\.\.\. ok' '\.\.\. (FAILED|failed)' ||
@@ -35,20 +35,20 @@ run_pg_regress() {
 	fi
 }
 
-run_pg_regress regression "$WORK/tree/regression.diffs" ISOLATION= TAP_TESTS=
-run_pg_regress isolation "$WORK/tree/output_iso/regression.diffs" REGRESS= TAP_TESTS=
+run_pg_regress regression "$WORK/tree/regression.diffs" installcheck-regress
+run_pg_regress isolation "$WORK/tree/output_iso/regression.diffs" installcheck-isolation
 
 inv_log "pgTAP"
 # the pgTAP files call expire() and fold() themselves
 inv_cluster_start "$WORK/pgtap" "inventory.worker_enabled = off" >/dev/null
 inv_as_pg createdb inventory_pgtap
-inv_as_pg pg_prove --verbose -d inventory_pgtap "$WORK"/tree/test/pgtap/*.sql >"$WORK/pgtap.log" 2>&1
+PGDATABASE=inventory_pgtap inv_as_pg make -C "$WORK/tree" installcheck-pgtap >"$WORK/pgtap.log" 2>&1
 run_tap_log "$WORK/pgtap.log" $?
 inv_cluster_stop "$WORK/pgtap"
 unset PGHOST PGPORT PGUSER
 
 inv_log "TAP"
-inv_as_pg make -C "$WORK/tree" installcheck REGRESS= ISOLATION= PROVE_FLAGS=--verbose >"$WORK/tap.log" 2>&1
+inv_as_pg make -C "$WORK/tree" installcheck-tap PROVE_FLAGS=--verbose >"$WORK/tap.log" 2>&1
 run_tap_log "$WORK/tap.log" $?
 
 # the benchmark's smoke mode, so that the suite cannot rot

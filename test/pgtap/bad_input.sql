@@ -1,6 +1,3 @@
-CREATE EXTENSION IF NOT EXISTS pgtap;
-CREATE EXTENSION IF NOT EXISTS inventory;
-
 -- bad_input.sql: the README's "Limits and bad input" table -- each misuse
 -- raises its ERROR with its SQLSTATE (and the documented message), the
 -- limits themselves are accepted, and afterwards no counter, no ledger row
@@ -10,12 +7,8 @@ CREATE EXTENSION IF NOT EXISTS inventory;
 -- state and on the shared cache.  All names carry a prefix unique to this
 -- run; the one reservation it makes is cancelled at the end.
 
-SELECT set_config('inventory_test.prefix',
-                  'bad_input-' || substr(md5(random()::text || clock_timestamp()::text), 1, 8) || '-',
-                  false) AS prefix \gset
-
-CREATE FUNCTION pg_temp.n(name text) RETURNS text LANGUAGE sql STABLE
-AS $$ SELECT current_setting('inventory_test.prefix') || name $$;
+\set name bad_input
+\ir lib/setup.sql
 
 -- names at and beyond the limits (in bytes: sku 63, order_id 255)
 CREATE FUNCTION pg_temp.sku63() RETURNS text LANGUAGE sql STABLE
@@ -33,33 +26,6 @@ CREATE FUNCTION pg_temp.key255() RETURNS text LANGUAGE sql STABLE
 AS $$ SELECT rpad(pg_temp.n('k'), 255, 'x') $$;
 CREATE FUNCTION pg_temp.key256() RETURNS text LANGUAGE sql STABLE
 AS $$ SELECT rpad(pg_temp.n('k'), 256, 'x') $$;
-
--- SQLSTATE and DETAIL of the error a statement raises
-CREATE FUNCTION pg_temp.error_detail(sql text) RETURNS text LANGUAGE plpgsql
-AS $$
-DECLARE
-	st text;
-	dt text;
-BEGIN
-	EXECUTE sql;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, dt = PG_EXCEPTION_DETAIL;
-	RETURN st || ': ' || dt;
-END $$;
-
--- what this run owns, for the before/after comparison: the counters, the
--- ledger (but for folded: the worker folds settled movements at any moment,
--- which changes no counter), available() and the holds in shared memory
-CREATE VIEW pg_temp.my_stock AS
-	SELECT * FROM inventory.stock WHERE starts_with(sku, current_setting('inventory_test.prefix'));
-CREATE VIEW pg_temp.my_ledger AS
-	SELECT order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at
-	  FROM inventory.ledger WHERE starts_with(order_id, current_setting('inventory_test.prefix'));
-CREATE VIEW pg_temp.my_live AS
-	SELECT s.sku, inventory.available(s.sku) AS available, t.holds
-	  FROM inventory.sku s LEFT JOIN inventory.sku_stats t ON t.sku = s.sku
-	 WHERE starts_with(s.sku, current_setting('inventory_test.prefix'));
 
 SELECT plan(89);
 
@@ -86,9 +52,7 @@ SELECT is((inventory.cancel(rpad(pg_temp.n('z'), 255, 'x'))).status, 'not_found'
 SELECT is(inventory.expire(0), 0::bigint, 'expire(0) expires nothing');
 
 -- the state of everything this run owns, before the bad calls
-CREATE TEMP TABLE snap_stock AS SELECT * FROM pg_temp.my_stock;
-CREATE TEMP TABLE snap_ledger AS SELECT * FROM pg_temp.my_ledger;
-CREATE TEMP TABLE snap_live AS SELECT * FROM pg_temp.my_live;
+SELECT pg_temp.snapshot() AS set_up \gset
 
 ------------------------------------------------------------------------------
 -- reserve

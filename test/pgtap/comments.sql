@@ -1,9 +1,9 @@
-CREATE EXTENSION IF NOT EXISTS pgtap;
-CREATE EXTENSION IF NOT EXISTS inventory;
-
 -- comments.sql: \df+ and \d+ explain everything a user sees: every table,
 -- view, type and function of the extension, every column of its views and
 -- of inventory.result, and the ledger's foreign key, have a comment.
+
+\set name comments
+\ir lib/setup.sql
 
 BEGIN;
 SELECT plan(6);

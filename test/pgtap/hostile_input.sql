@@ -1,13 +1,12 @@
-CREATE EXTENSION IF NOT EXISTS pgtap;
-CREATE EXTENSION IF NOT EXISTS inventory;
-
 -- hostile_input.sql: table-driven hostile inputs to every function and to
 -- the state type.  Each gets its documented SQLSTATE or status; none
 -- changes a counter or leaves a row behind; afterwards the cache still
 -- agrees with the tables.  Committed set-up, one transaction for the rest
 -- (rolled back), names unique to the run.
 
-SELECT 'hostile-' || substr(md5(random()::text || clock_timestamp()::text), 1, 8) || '-' AS p \gset
+\set name hostile
+\ir lib/setup.sql
+\set p :prefix
 SELECT (inventory.restock(:'p' || 'A', 10, :'p' || 'r1')).status AS set_up \gset
 SELECT (inventory.reserve(:'p' || 'A', 2, :'p' || 'o1', ttl => '1 hour')).status AS set_up \gset
 

@@ -1,6 +1,3 @@
-CREATE EXTENSION IF NOT EXISTS pgtap;
-CREATE EXTENSION IF NOT EXISTS inventory;
-
 -- in_flight.sql: the outcome-table rows that need a second transaction
 -- with a change to the SKU in flight:
 --   reserve | none; another transaction has a change to the SKU in flight
@@ -11,12 +8,8 @@ CREATE EXTENSION IF NOT EXISTS inventory;
 -- to this same database; without dblink (or if it cannot connect) the file
 -- fails.  All names carry a prefix unique to this run.
 
-SELECT set_config('inventory_test.prefix',
-                  'in_flight-' || substr(md5(random()::text || clock_timestamp()::text), 1, 8) || '-',
-                  false) AS prefix \gset
-
-CREATE FUNCTION pg_temp.n(name text) RETURNS text LANGUAGE sql STABLE
-AS $$ SELECT current_setting('inventory_test.prefix') || name $$;
+\set name in_flight
+\ir lib/setup.sql
 
 SELECT count(*) > 0 AS has_dblink FROM pg_available_extensions WHERE name = 'dblink' \gset
 \if :has_dblink
@@ -50,37 +43,13 @@ AS $$ SELECT dblink_exec('inventory_peer', sql) $$;
 CREATE FUNCTION pg_temp.peer_status(sql text) RETURNS text LANGUAGE sql
 AS $$ SELECT status FROM dblink('inventory_peer', sql) AS t(status text) $$;
 
-CREATE FUNCTION pg_temp.res(r inventory.result) RETURNS text LANGUAGE plpgsql
+CREATE FUNCTION pg_temp.res_counts(r inventory.result) RETURNS text LANGUAGE plpgsql
 AS $$
 BEGIN
 	RETURN format('ok=%s status=%s qty=%s state=%s available=%s version=%s',
 				  coalesce(r.ok::text, 'NULL'), coalesce(r.status, 'NULL'),
 				  coalesce(r.qty::text, 'NULL'), coalesce(r.state::text, 'NULL'),
 				  coalesce(r.available::text, 'NULL'), coalesce(r.version::text, 'NULL'));
-END $$;
-
-CREATE FUNCTION pg_temp.counters(name text) RETURNS text LANGUAGE plpgsql
-AS $$
-DECLARE
-	s record;
-	t text := 'no sku';
-BEGIN
-	SELECT * INTO s FROM inventory.stock WHERE sku = pg_temp.n(name);
-	IF FOUND THEN
-		t := format('on_hand=%s reserved=%s available=%s version=%s',
-					s.on_hand, s.reserved, s.available, s.version);
-	END IF;
-	RETURN t || ' live=' || coalesce(inventory.available(pg_temp.n(name))::text, 'NULL');
-END $$;
-
--- waits for, and then holds off, a fold of the SKU's settled movements by
--- the background worker (a change in flight that pins the SKU) until the
--- end of the calling transaction; for the version checks that must succeed
-CREATE FUNCTION pg_temp.quiesce(s text) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-	PERFORM 1 FROM inventory.ledger
-	  WHERE sku = pg_temp.n(s) AND NOT folded AND state IS DISTINCT FROM 'PENDING'
-	  FOR UPDATE;
 END $$;
 
 SELECT plan(34);
@@ -97,25 +66,25 @@ SELECT is(pg_temp.peer_status(format('SELECT status FROM inventory.reserve(%L, 3
 		  'ok', 'peer: reserve 3 units, not committed');
 SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=0 available=10 version=1 live=7',
 		  'available() counts the hold in flight; the tables do not show it yet');
-SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v1'), expected_version => 1)),
+SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v1'), expected_version => 1)),
 		  'ok=false status=version_conflict qty=1 state=NULL available=7 version=1',
 		  'reserve with the current version while another transaction has a change in flight: version_conflict');
 SELECT is((SELECT count(*) FROM inventory.ledger WHERE order_id = pg_temp.n('v1')), 0::bigint,
 		  'version_conflict: no ledger row');
-SELECT is(pg_temp.res(inventory.adjust(pg_temp.n('A'), 12, pg_temp.n('v2'), expected_version => 1)),
+SELECT is(pg_temp.res_counts(inventory.adjust(pg_temp.n('A'), 12, pg_temp.n('v2'), expected_version => 1)),
 		  'ok=false status=version_conflict qty=12 state=NULL available=7 version=1',
 		  'adjust with the current version while another transaction has a change in flight: version_conflict');
 SELECT is((SELECT count(*) FROM inventory.ledger WHERE order_id = pg_temp.n('v2')), 0::bigint,
 		  'version_conflict of adjust: no ledger row');
-SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 8, pg_temp.n('i1'))),
+SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 8, pg_temp.n('i1'))),
 		  'ok=false status=insufficient qty=8 state=NULL available=7 version=1',
 		  'the hold in flight counts for admission: 8 of 7 is insufficient');
-SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 7, pg_temp.n('l1'))),
+SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 7, pg_temp.n('l1'))),
 		  'ok=true status=ok qty=7 state=PENDING available=0 version=1',
 		  'without expected_version a reservation does not wait for the other transaction');
 SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=7 available=3 version=2 live=0',
 		  'our reservation committed; the peer''s hold is still in flight');
-SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('i2'))),
+SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('i2'))),
 		  'ok=false status=insufficient qty=1 state=NULL available=0 version=2',
 		  'nothing is left for anyone while the peer holds its units');
 SELECT is_empty('SELECT * FROM inventory.verify()', 'verify() reports nothing while the peer has changes in flight');
@@ -124,7 +93,7 @@ SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=7 available=3 version=2 li
 		  'after the peer rolled back its hold is returned');
 BEGIN;
 SELECT pg_temp.quiesce('A') \g /dev/null
-SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v3'), expected_version => 2)),
+SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v3'), expected_version => 2)),
 		  'ok=true status=ok qty=1 state=PENDING available=2 version=2',
 		  'with nothing in flight the current version is accepted');
 COMMIT;
@@ -136,7 +105,7 @@ COMMIT;
 SELECT is(pg_temp.peer('BEGIN'), 'BEGIN', 'peer: BEGIN');
 SELECT is(pg_temp.peer_status(format('SELECT status FROM inventory.confirm(%L)', pg_temp.n('l1'))),
 		  'ok', 'peer: confirm our reservation, not committed');
-SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v4'), expected_version => 3)),
+SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v4'), expected_version => 3)),
 		  'ok=false status=version_conflict qty=1 state=NULL available=2 version=3',
 		  'reserve with the current version while a confirm is in flight: version_conflict');
 SELECT is(pg_temp.peer('COMMIT'), 'COMMIT', 'peer: COMMIT');
@@ -151,10 +120,10 @@ SELECT is(pg_temp.peer('BEGIN'), 'BEGIN', 'peer: BEGIN');
 SELECT is(pg_temp.peer_status(format('SELECT status FROM inventory.restock(%L, 5, %L)', pg_temp.n('A'), pg_temp.n('pr'))),
 		  'ok', 'peer: restock 5, not committed');
 SELECT is(inventory.available(pg_temp.n('A')), 2::bigint, 'units of a restock in flight are not available yet');
-SELECT is(pg_temp.res(inventory.adjust(pg_temp.n('A'), 3, pg_temp.n('v5'), expected_version => 4)),
+SELECT is(pg_temp.res_counts(inventory.adjust(pg_temp.n('A'), 3, pg_temp.n('v5'), expected_version => 4)),
 		  'ok=false status=version_conflict qty=3 state=NULL available=2 version=4',
 		  'adjust with the current version while a restock is in flight: version_conflict');
-SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 3, pg_temp.n('i3'))),
+SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 3, pg_temp.n('i3'))),
 		  'ok=false status=insufficient qty=3 state=NULL available=2 version=4',
 		  'the restock in flight does not make a reservation possible');
 SELECT is(pg_temp.peer('COMMIT'), 'COMMIT', 'peer: COMMIT');
@@ -162,7 +131,7 @@ SELECT is(pg_temp.counters('A'), 'on_hand=8 reserved=1 available=7 version=5 liv
 		  'after the peer committed its units are available');
 BEGIN;
 SELECT pg_temp.quiesce('A') \g /dev/null
-SELECT is(pg_temp.res(inventory.adjust(pg_temp.n('A'), 9, pg_temp.n('a1'), expected_version => 5)),
+SELECT is(pg_temp.res_counts(inventory.adjust(pg_temp.n('A'), 9, pg_temp.n('a1'), expected_version => 5)),
 		  'ok=true status=ok qty=9 state=NULL available=7 version=5',
 		  'with nothing in flight the stocktake with the current version works');
 COMMIT;

@@ -1,6 +1,3 @@
-CREATE EXTENSION IF NOT EXISTS pgtap;
-CREATE EXTENSION IF NOT EXISTS inventory;
-
 -- invariants.sql:
 --   I1  0 <= reserved <= on_hand for every SKU of inventory.stock, after a
 --       mix of reservations, confirmations, cancellations, stocktakes,
@@ -15,57 +12,8 @@ CREATE EXTENSION IF NOT EXISTS inventory;
 -- Work is committed (that is what these promises are about), so all names
 -- carry a prefix unique to this run; every reservation left is settled.
 
-SELECT set_config('inventory_test.prefix',
-                  'invariants-' || substr(md5(random()::text || clock_timestamp()::text), 1, 8) || '-',
-                  false) AS prefix \gset
-
-CREATE FUNCTION pg_temp.n(name text) RETURNS text LANGUAGE sql STABLE
-AS $$ SELECT current_setting('inventory_test.prefix') || name $$;
-
-CREATE FUNCTION pg_temp.counters(name text) RETURNS text LANGUAGE plpgsql
-AS $$
-DECLARE
-	s record;
-	t text := 'no sku';
-BEGIN
-	SELECT * INTO s FROM inventory.stock WHERE sku = pg_temp.n(name);
-	IF FOUND THEN
-		t := format('on_hand=%s reserved=%s available=%s version=%s',
-					s.on_hand, s.reserved, s.available, s.version);
-	END IF;
-	RETURN t || ' live=' || coalesce(inventory.available(pg_temp.n(name))::text, 'NULL');
-END $$;
-
-CREATE FUNCTION pg_temp.state_of(o text) RETURNS text LANGUAGE sql STABLE
-AS $$ SELECT coalesce((SELECT state::text FROM inventory.ledger WHERE order_id = pg_temp.n(o) AND batch_id = 1), 'no row') $$;
-
-CREATE FUNCTION pg_temp.overdue(o text, s text, q bigint) RETURNS void
-LANGUAGE sql AS $$
-	INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
-	VALUES (pg_temp.n(o), 1, 'reserve', pg_temp.n(s), q, now() - interval '1 minute')
-$$;
-
-CREATE VIEW pg_temp.my_stock AS
-	SELECT * FROM inventory.stock WHERE starts_with(sku, current_setting('inventory_test.prefix'));
--- every column but folded, which the worker sets at any moment
-CREATE VIEW pg_temp.my_ledger AS
-	SELECT order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at
-	  FROM inventory.ledger WHERE starts_with(order_id, current_setting('inventory_test.prefix'));
-CREATE VIEW pg_temp.my_live AS
-	SELECT sku, inventory.available(sku) AS available FROM inventory.sku
-	 WHERE starts_with(sku, current_setting('inventory_test.prefix'));
-CREATE TEMP TABLE snap_stock AS SELECT * FROM pg_temp.my_stock WHERE false;
-CREATE TEMP TABLE snap_ledger AS SELECT * FROM pg_temp.my_ledger WHERE false;
-CREATE TEMP TABLE snap_live AS SELECT * FROM pg_temp.my_live WHERE false;
-CREATE FUNCTION pg_temp.snapshot() RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-	DELETE FROM snap_stock;
-	DELETE FROM snap_ledger;
-	DELETE FROM snap_live;
-	INSERT INTO snap_stock SELECT * FROM pg_temp.my_stock;
-	INSERT INTO snap_ledger SELECT * FROM pg_temp.my_ledger;
-	INSERT INTO snap_live SELECT * FROM pg_temp.my_live;
-END $$;
+\set name invariants
+\ir lib/setup.sql
 
 -- I1, over every SKU of the database
 CREATE VIEW pg_temp.i1_violations AS

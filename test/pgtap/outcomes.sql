@@ -1,6 +1,3 @@
-CREATE EXTENSION IF NOT EXISTS pgtap;
-CREATE EXTENSION IF NOT EXISTS inventory;
-
 -- outcomes.sql: every row of the README's outcome table -- the call, the
 -- key's movement before the call -> status, ok, state, and the effect on
 -- inventory.stock and inventory.available().
@@ -16,57 +13,16 @@ CREATE EXTENSION IF NOT EXISTS inventory;
 -- file passes on a fresh database and again on the same one.  Every
 -- reservation it leaves behind is settled.
 
-SELECT set_config('inventory_test.prefix',
-                  'outcomes-' || substr(md5(random()::text || clock_timestamp()::text), 1, 8) || '-',
-                  false) AS prefix \gset
+\set name outcomes
+\ir lib/setup.sql
 
--- the name of a SKU or key of this run
-CREATE FUNCTION pg_temp.n(name text) RETURNS text LANGUAGE sql STABLE
-AS $$ SELECT current_setting('inventory_test.prefix') || name $$;
-
--- a result row as text (without expires_at), the run prefix taken off the SKU
-CREATE FUNCTION pg_temp.res(r inventory.result) RETURNS text LANGUAGE plpgsql
-AS $$
-BEGIN
-	RETURN format('ok=%s status=%s sku=%s qty=%s state=%s available=%s version=%s',
-				  coalesce(r.ok::text, 'NULL'), coalesce(r.status, 'NULL'),
-				  coalesce(replace(r.sku, current_setting('inventory_test.prefix'), ''), 'NULL'),
-				  coalesce(r.qty::text, 'NULL'), coalesce(r.state::text, 'NULL'),
-				  coalesce(r.available::text, 'NULL'), coalesce(r.version::text, 'NULL'));
-END $$;
-
--- only what identifies the outcome: ok, status, sku, qty, state
-CREATE FUNCTION pg_temp.res_id(r inventory.result) RETURNS text LANGUAGE plpgsql
-AS $$
-BEGIN
-	RETURN format('ok=%s status=%s sku=%s qty=%s state=%s',
-				  coalesce(r.ok::text, 'NULL'), coalesce(r.status, 'NULL'),
-				  coalesce(replace(r.sku, current_setting('inventory_test.prefix'), ''), 'NULL'),
-				  coalesce(r.qty::text, 'NULL'), coalesce(r.state::text, 'NULL'));
-END $$;
-
--- the same, with expires_at relative to the start of the calling statement
+-- a result as pg_temp.res gives it, with expires_at relative to the start of the calling statement
 -- (the "now" of the functions)
 CREATE FUNCTION pg_temp.res_exp(r inventory.result) RETURNS text LANGUAGE plpgsql
 AS $$
 BEGIN
 	RETURN pg_temp.res(r) || ' expires_in=' ||
 		coalesce((r.expires_at - statement_timestamp())::text, 'NULL');
-END $$;
-
--- a SKU's row of inventory.stock, and inventory.available()
-CREATE FUNCTION pg_temp.counters(name text) RETURNS text LANGUAGE plpgsql
-AS $$
-DECLARE
-	s record;
-	t text := 'no sku';
-BEGIN
-	SELECT * INTO s FROM inventory.stock WHERE sku = pg_temp.n(name);
-	IF FOUND THEN
-		t := format('on_hand=%s reserved=%s available=%s version=%s',
-					s.on_hand, s.reserved, s.available, s.version);
-	END IF;
-	RETURN t || ' live=' || coalesce(inventory.available(pg_temp.n(name))::text, 'NULL');
 END $$;
 
 -- the ledger row of a key (batch 1)
@@ -93,20 +49,6 @@ BEGIN
 	RETURN r;
 END $$;
 
--- SQLSTATE and DETAIL of the error a statement raises
-CREATE FUNCTION pg_temp.error_detail(sql text) RETURNS text LANGUAGE plpgsql
-AS $$
-DECLARE
-	st text;
-	dt text;
-BEGIN
-	EXECUTE sql;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, dt = PG_EXCEPTION_DETAIL;
-	RETURN st || ': ' || dt;
-END $$;
-
 -- inserts a PENDING reservation that expires at "now" + offs, then calls
 -- op on it, all in one statement: so that "now" of the call is exactly the
 -- start of the statement that made the row
@@ -121,22 +63,6 @@ BEGIN
 		RETURN inventory.extend(pg_temp.n(o), 1, '1 hour');
 	END IF;
 	RETURN inventory.cancel(pg_temp.n(o));
-END $$;
-
--- an overdue PENDING reservation, made by hand (legal: new rows are PENDING)
-CREATE FUNCTION pg_temp.overdue(o text, s text, q bigint) RETURNS void
-LANGUAGE sql AS $$
-	INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
-	VALUES (pg_temp.n(o), 1, 'reserve', pg_temp.n(s), q, now() - interval '1 minute')
-$$;
-
--- waits for, and then holds off, a fold of the SKU's settled movements by
--- the worker, until the end of the calling transaction
-CREATE FUNCTION pg_temp.quiesce(s text) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-	PERFORM 1 FROM inventory.ledger
-	  WHERE sku = pg_temp.n(s) AND NOT folded AND state IS DISTINCT FROM 'PENDING'
-	  FOR UPDATE;
 END $$;
 
 SELECT plan(158);

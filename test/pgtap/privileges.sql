@@ -1,6 +1,3 @@
-CREATE EXTENSION IF NOT EXISTS pgtap;
-CREATE EXTENSION IF NOT EXISTS inventory;
-
 -- privileges.sql: the application role may reserve, confirm, cancel,
 -- extend and read availability and stock, and nothing else; the
 -- administrator role may also restock, adjust, verify, expire, fold, read
@@ -9,18 +6,18 @@ CREATE EXTENSION IF NOT EXISTS inventory;
 -- used by the functions, which run as their owner.  Everything happens in
 -- one transaction that is rolled back, roles included.
 
+\set name priv
+\ir lib/setup.sql
+-- pg_temp.n() is called by the roles of the test too
+GRANT EXECUTE ON FUNCTION pg_temp.n(text) TO PUBLIC;
+
 -- the SKUs and keys of this run, committed before the test: units restocked
 -- in the test's own transaction would not be on sale until it commits
-SELECT 'priv-' || substr(md5(random()::text || clock_timestamp()::text), 1, 8) || '-' AS p \gset
+\set p :prefix
 SELECT inventory.restock(:'p' || 'A', 10, :'p' || 'r1') IS NOT NULL AS set_up \gset
 INSERT INTO inventory.sku (sku, on_hand) VALUES (:'p' || 'E', 5);
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 VALUES (:'p' || 'late', 1, 'reserve', :'p' || 'E', 1, now() - interval '1 minute');
--- the names, for SQL built in the tests
-SELECT set_config('inventory_test.p', :'p', false) IS NOT NULL AS set_up \gset
-CREATE FUNCTION pg_temp.n(name text) RETURNS text LANGUAGE sql STABLE
-AS $$ SELECT current_setting('inventory_test.p') || name $$;
-GRANT EXECUTE ON FUNCTION pg_temp.n(text) TO PUBLIC;
 
 BEGIN;
 SELECT plan(60);

@@ -1,6 +1,3 @@
-CREATE EXTENSION IF NOT EXISTS pgtap;
-CREATE EXTENSION IF NOT EXISTS inventory;
-
 -- reject_writes_nothing.sql: a buyer who cannot be served -- insufficient,
 -- version_conflict, unknown_sku, duplicate -- is turned away without taking
 -- a transaction id and without writing a ledger row; a successful reserve
@@ -12,12 +9,8 @@ CREATE EXTENSION IF NOT EXISTS inventory;
 -- assertions come after.  All names carry a prefix unique to this run; the
 -- reservations of the setup are settled at the end.
 
-SELECT set_config('inventory_test.prefix',
-                  'reject_writes_nothing-' || substr(md5(random()::text || clock_timestamp()::text), 1, 8) || '-',
-                  false) AS prefix \gset
-
-CREATE FUNCTION pg_temp.n(name text) RETURNS text LANGUAGE sql STABLE
-AS $$ SELECT current_setting('inventory_test.prefix') || name $$;
+\set name reject_writes_nothing
+\ir lib/setup.sql
 
 -- a ledger row as text: every column but folded, which the background
 -- worker sets at any moment without changing the movement

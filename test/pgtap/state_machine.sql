@@ -1,6 +1,3 @@
-CREATE EXTENSION IF NOT EXISTS pgtap;
-CREATE EXTENSION IF NOT EXISTS inventory;
-
 -- state_machine.sql: invariant I4 -- a reservation leaves PENDING once, for
 -- a final state, and nothing leaves a final state: not through the
 -- functions, not through direct DML (UPDATE, INSERT, DELETE, TRUNCATE, COPY
@@ -18,29 +15,8 @@ CREATE EXTENSION IF NOT EXISTS inventory;
 -- transaction takes no lasting lock on a row of inventory.sku, and the
 -- DELETEs of movements aim at rows the worker cannot see yet.
 
-SELECT set_config('inventory_test.prefix',
-                  'state_machine-' || substr(md5(random()::text || clock_timestamp()::text), 1, 8) || '-',
-                  false) AS prefix \gset
-
-CREATE FUNCTION pg_temp.n(name text) RETURNS text LANGUAGE sql STABLE
-AS $$ SELECT current_setting('inventory_test.prefix') || name $$;
-
--- a SKU's row of inventory.stock (the transaction's own view)
-CREATE FUNCTION pg_temp.stock(name text) RETURNS text LANGUAGE plpgsql
-AS $$
-DECLARE
-	s record;
-BEGIN
-	SELECT * INTO s FROM inventory.stock WHERE sku = pg_temp.n(name);
-	IF NOT FOUND THEN
-		RETURN 'no sku';
-	END IF;
-	RETURN format('on_hand=%s reserved=%s available=%s version=%s',
-				  s.on_hand, s.reserved, s.available, s.version);
-END $$;
-
-CREATE FUNCTION pg_temp.state_of(o text) RETURNS text LANGUAGE sql STABLE
-AS $$ SELECT coalesce((SELECT state::text FROM inventory.ledger WHERE order_id = pg_temp.n(o) AND batch_id = 1), 'no row') $$;
+\set name state_machine
+\ir lib/setup.sql
 
 -- calls confirm, cancel or extend on a key; returns the status and the
 -- state of the row afterwards, and says whether expires_at moved
@@ -62,21 +38,6 @@ BEGIN
 	SELECT expires_at INTO after FROM inventory.ledger WHERE order_id = pg_temp.n(o);
 	RETURN format('%s -> %s, row %s%s', op, r.status, pg_temp.state_of(o),
 				  CASE WHEN after IS DISTINCT FROM before THEN ', expires_at moved' ELSE '' END);
-END $$;
-
-CREATE FUNCTION pg_temp.overdue(o text, s text, q bigint) RETURNS void
-LANGUAGE sql AS $$
-	INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
-	VALUES (pg_temp.n(o), 1, 'reserve', pg_temp.n(s), q, now() - interval '1 minute')
-$$;
-
--- waits for, and then holds off, a fold of the SKU's committed settled
--- movements by the background worker, until the end of the transaction
-CREATE FUNCTION pg_temp.quiesce(s text) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-	PERFORM 1 FROM inventory.ledger
-	  WHERE sku = pg_temp.n(s) AND NOT folded AND state IS DISTINCT FROM 'PENDING'
-	  FOR UPDATE;
 END $$;
 
 -- an UPDATE of one ledger row, as SQL
