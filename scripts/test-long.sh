@@ -30,8 +30,8 @@ trap '[ "$FAILED" -eq 0 ] && rm -rf "$WORK"' EXIT
 inv_scratch_tree "$WORK"
 
 inv_log "torture for $TORTURE s, and crashes under load"
-inv_as_pg env INVENTORY_TORTURE_SECONDS="$TORTURE" make -C "$WORK/tree" installcheck \
-	REGRESS= ISOLATION= PROVE_TESTS='test/t/010_crash_load.pl test/t/011_torture.pl' \
+inv_as_pg env INVENTORY_TORTURE_SECONDS="$TORTURE" make -C "$WORK/tree" installcheck-tap \
+	PROVE_TESTS='test/t/010_crash_load.pl test/t/011_torture.pl' \
 	PROVE_FLAGS=--verbose >"$WORK/tap.log" 2>&1
 run_tap_log "$WORK/tap.log" $?
 grep -E '^# ([0-9]+ s, [0-9]+ clients|round [0-9]|API calls|movements)' "$WORK/tap.log" | head -20
