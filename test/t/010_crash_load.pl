@@ -21,6 +21,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(usleep time);
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(wait_until);
 
 my $CLIENTS  = 16;
 my $TXNS     = 1500;    # per client and round: far more than run before the crash
@@ -54,19 +57,6 @@ SELECT inventory.restock(sku, 1000000, 'stock-' || sku)
 SELECT inventory.restock(sku, 2, 'stock-' || sku)
   FROM unnest(ARRAY['@{[join "','", @COLD]}']) sku;
 });
-
-# wait for a condition, polling, at most $DEADLINE seconds
-sub wait_until
-{
-	my ($cond) = @_;
-	my $end = time + $DEADLINE;
-	while (time < $end)
-	{
-		return 1 if $cond->();
-		usleep(50_000);
-	}
-	return $cond->();
-}
 
 # The plan of one client: a list of transactions, each a list of calls
 # {op, key, batch[, sku, qty]}.  Keys are unique per round, client and
@@ -179,7 +169,7 @@ sub start_load
 			IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 		push @clients, { plan => $plan, err => "$log.err", h => $h };
 	}
-	wait_until(sub {
+	wait_until($DEADLINE, sub {
 		$node->safe_psql('postgres',
 			"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == $CLIENTS;
 	}) or die 'the clients did not reach the barrier';
@@ -195,7 +185,7 @@ sub start_load
 	# let the load run: every client has committed something and together
 	# they have committed a few hundred transactions
 	my $total = 0;
-	my $busy = wait_until(sub {
+	my $busy = wait_until($DEADLINE, sub {
 		my @n = map { scalar @{ read_acks($_->{err}) } } @clients;
 		$total = 0;
 		$total += $_ for @n;
@@ -398,7 +388,7 @@ sub server_pids
 	# the process title says what a backend does, and reading it takes no
 	# connection (a new one is slow to start under this load)
 	my ($victim, $busy);
-	wait_until(sub {
+	wait_until($DEADLINE, sub {
 		for my $cl (@$clients)
 		{
 			open my $fh, '<', "/proc/$cl->{pid}/cmdline" or next;
@@ -434,7 +424,7 @@ sub server_pids
 	wait_clients(2, $clients);
 	# the children notice the postmaster is gone and exit; until all have,
 	# the data directory is in use and a start would be refused
-	ok(wait_until(sub { !kill(0, $postmaster) && !server_pids() }),
+	ok(wait_until($DEADLINE, sub { !kill(0, $postmaster) && !server_pids() }),
 		'round 2: every process of the killed server has exited');
 	ok($node->start(fail_ok => 1), 'round 2: the server starts again');
 	after_restart(2, $clients);

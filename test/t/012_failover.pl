@@ -17,6 +17,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(usleep time);
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(wait_until);
 
 my $CLIENTS  = 6;
 my $TXNS     = 3000;    # per client: far more than run before the failover
@@ -52,18 +55,6 @@ $standby->start;
 $primary->append_conf('postgresql.conf', "synchronous_standby_names = '*'");
 $primary->reload;
 $primary->wait_for_catchup($standby);
-
-sub wait_until
-{
-	my ($cond) = @_;
-	my $end = time + $DEADLINE;
-	while (time < $end)
-	{
-		return 1 if $cond->();
-		usleep(50_000);
-	}
-	return $cond->();
-}
 
 sub stock
 {
@@ -211,7 +202,7 @@ for my $c (1 .. $CLIENTS)
 }
 
 my $total = 0;
-ok(wait_until(sub {
+ok(wait_until($DEADLINE, sub {
 	my @n = map { scalar keys %{ read_acks($_->{err}) } } @clients;
 	$total = 0;
 	$total += $_ for @n;
@@ -229,7 +220,7 @@ is(join('', map { slurp_file($_->{err}) =~ /^(.*\bERROR:.*)$/m ? "$1\n" : '' } @
 	'', 'no client saw an error before the primary died');
 
 $standby->promote;
-ok(wait_until(sub {
+ok(wait_until($DEADLINE, sub {
 	grep({ slurp_file($_->{out}) =~ /^RECOVERY\|f$/m } @readers) == @readers;
 }), 'the readers on the standby went on through the promotion');
 for my $rd (@readers)
