@@ -13,7 +13,7 @@
  * Admission -- is there enough? -- is decided here, under the entry's
  * spinlock, without reading or writing any table: a reservation takes a hold
  * when on_hand - reserved - holds >= qty.  At commit the transaction turns
- * its holds into committed changes; at abort it returns them (xact.c).
+ * its holds into committed changes; at abort it returns them (pending.c).
  *
  * Locking contract
  * ----------------
@@ -499,7 +499,7 @@ EntryGet(const InvKey *key)
 
 /*
  * Pins the entry for a change that is about to be written.  The caller
- * (xact.c) records the pin and unpins at the end of the transaction.
+ * (pending.c) records the pin and unpins at the end of the transaction.
  */
 InvEntry *
 CachePin(const InvKey *key)

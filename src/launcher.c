@@ -159,30 +159,27 @@ StartWorker(int slotno, Oid dboid, const char *datname)
 
 /*
  * Sends workers to the databases whose work is due, longest waiting first,
- * while slots are free.  Returns how many databases are due and still wait.
+ * while slots are free.  Returns whether work that is due still waits.
  */
-static int
+static bool
 Dispatch(TimestampTz now)
 {
 	int			slotno;
 	Oid			dboid;
 	NameData	datname;
-	int			waiting = 0;
 
 	if (!inv_worker_enabled)
-		return 0;
+		return false;
 	while (PoolAssign(now, &slotno, &dboid, &datname))
 	{
 		if (!StartWorker(slotno, dboid, NameStr(datname)))
 		{
 			PoolUnassign(slotno, TimestampTzPlusMilliseconds(now, RETRY_MS));
-			return 1;
+			return true;
 		}
 	}
 	/* what is still due found no free slot */
-	if (PoolEarliestDue() <= now)
-		waiting = 1;
-	return waiting;
+	return PoolEarliestDue() <= now;
 }
 
 void
@@ -214,7 +211,7 @@ inventory_launcher_main(Datum main_arg)
 	{
 		TimestampTz now;
 		TimestampTz wake;
-		int			waiting;
+		bool		waiting;
 		long		nap;
 
 		CHECK_FOR_INTERRUPTS();

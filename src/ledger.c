@@ -215,6 +215,18 @@ LedgerRowEffect(const LedgerRow *row, InvEffect *effect)
 		LedgerEffect(row->kind, row->has_state, row->state, row->qty, effect);
 }
 
+/*
+ * Can the movement no longer change, so that the worker may fold it?  A
+ * restock and a stocktake are settled when made, a reservation once it
+ * leaves PENDING.
+ */
+bool
+LedgerRowIsSettled(const LedgerRow *row)
+{
+	return row->kind != INV_KIND_RESERVE ||
+		(row->has_state && row->state != INV_PENDING);
+}
+
 /* Is the row a movement of sku?  Compared byte for byte. */
 bool
 LedgerRowIsSku(const LedgerRow *row, text *sku)
@@ -403,7 +415,7 @@ LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 						 errmsg("counters of sku \"%s\" are out of range for type bigint", sku),
 						 errhint("Let the worker fold the SKU's settled movements, or run inventory.fold().")));
-			if (unfolded && (!m.has_state || m.state != INV_PENDING))
+			if (unfolded && LedgerRowIsSettled(&m))
 				(*unfolded)++;
 			if (should_free)
 				heap_freetuple(tup);

@@ -56,6 +56,7 @@ extern void LedgerEffect(InvKind kind, bool has_state, InvState state,
 						 int64 qty, InvEffect *effect);
 extern void LedgerRowEffect(const LedgerRow *row, InvEffect *effect);
 extern void LedgerDecode(HeapTuple tup, TupleDesc desc, LedgerRow *row);
+extern bool LedgerRowIsSettled(const LedgerRow *row);
 extern bool LedgerRowIsSku(const LedgerRow *row, text *sku);
 
 extern void LedgerCheckSku(const char *sku, int len);

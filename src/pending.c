@@ -475,13 +475,6 @@ PendingCheckBounds(const InvKey *key)
 				 errhint("The ledger holds movements of this SKU that were restored without its row in inventory.sku; restore that row from the same dump.")));
 }
 
-/* Does this transaction have inventory changes in flight? */
-bool
-PendingAny(void)
-{
-	return ntouched > 0;
-}
-
 /* Undoes the records of an aborted subtransaction. */
 static void
 UndoSubtransaction(SubTransactionId subid)

@@ -35,7 +35,6 @@ extern void PendingRowChange(const InvKey *key, const InvRowChange *change);
 extern bool PendingSkuExists(const InvKey *key);
 extern void PendingMarkDropping(const InvKey *key);
 extern void PendingCheckBounds(const InvKey *key);
-extern bool PendingAny(void);
 extern bool PendingOwnDelta(const InvKey *key, InvEffect *delta);
 
 #endif							/* INVENTORY_PENDING_H */

@@ -81,10 +81,9 @@ typedef struct PoolSlot
 typedef struct PoolShared
 {
 	LWLock	   *lock;
-	pid_t		launcher_pid;
 	Latch	   *launcher_latch;
 	pg_atomic_uint64 launcher_wake; /* when the launcher looks next */
-	int			waiting;		/* databases due that found no free slot */
+	bool		waiting;		/* work is due that found no free slot */
 	int			nslots;
 	int			ndbs;
 	PoolSlot	slots[FLEXIBLE_ARRAY_MEMBER];
@@ -427,7 +426,6 @@ static void
 LauncherDetach(int code, Datum arg)
 {
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
-	pool->launcher_pid = 0;
 	pool->launcher_latch = NULL;
 	LWLockRelease(pool->lock);
 }
@@ -442,7 +440,6 @@ void
 PoolLauncherAttach(void)
 {
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
-	pool->launcher_pid = MyProcPid;
 	pool->launcher_latch = MyLatch;
 	for (int i = 0; i < pool->nslots; i++)
 	{
@@ -559,7 +556,7 @@ PoolForgetAbsent(HTAB *absent)
  * Picks the database whose work has waited longest -- due by now, or to be
  * probed -- with no worker in it and no statement pausing it, and assigns it
  * a free slot.  Returns false when none is due or no slot is free; the
- * number of databases left waiting is published by PoolSetLauncherWake().
+ * launcher publishes with PoolSetLauncherWake() whether work is left waiting.
  */
 bool
 PoolAssign(TimestampTz now, int *slotno, Oid *dboid, NameData *datname)
@@ -663,7 +660,7 @@ PoolEarliestDue(void)
 }
 
 void
-PoolSetLauncherWake(TimestampTz when, int waiting)
+PoolSetLauncherWake(TimestampTz when, bool waiting)
 {
 	pg_atomic_write_u64(&pool->launcher_wake, (uint64) when);
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
@@ -771,7 +768,7 @@ PoolWorkerStay(TimestampTz now, TimestampTz *until)
 	bool		stay;
 
 	LWLockAcquire(pool->lock, LW_SHARED);
-	stay = pool->waiting == 0 && visit_db->pauses == 0;
+	stay = !pool->waiting && visit_db->pauses == 0;
 	LWLockRelease(pool->lock);
 	*until = Max(now, due);
 	return stay && due <= horizon;

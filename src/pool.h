@@ -44,7 +44,7 @@ extern bool PoolAssign(TimestampTz now, int *slotno, Oid *dboid, NameData *datna
 extern void PoolUnassign(int slotno, TimestampTz retry_at);
 extern void PoolReleaseUnstarted(int slotno);
 extern TimestampTz PoolEarliestDue(void);
-extern void PoolSetLauncherWake(TimestampTz when, int waiting);
+extern void PoolSetLauncherWake(TimestampTz when, bool waiting);
 
 /* in a worker */
 extern Oid	PoolWorkerAttach(int slotno);

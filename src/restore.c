@@ -123,7 +123,8 @@ RestoreBegin(CopyStmt *stmt)
 	if (!pg_class_ownercheck(relid, GetUserId()) || !CopiesWholeRows(stmt, relid))
 		return false;
 
-	if (PendingAny())
+	/* SKUs pinned already: the transaction has changed inventory */
+	if (PendingMark() > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
 				 errmsg("a restore must come before any other inventory change in its transaction"),

@@ -88,21 +88,43 @@ inventory_cache_info(PG_FUNCTION_ARGS)
 }
 
 /*
- * inventory.worker_status, in the shape of version 0.2.  Version 0.1's
- * function, bound to the symbol without a suffix, had other columns; it
- * keeps working with this library until ALTER EXTENSION inventory UPDATE,
- * as pg_stat_statements keeps its older versions.
+ * inventory.worker_status.  Version 0.1's function, bound to the symbol
+ * without a suffix, had other columns in another order; it keeps working
+ * with this library until ALTER EXTENSION inventory UPDATE, as
+ * pg_stat_statements keeps its older versions.  Each database's values are
+ * computed once; a shape says which goes in which column.
  */
-typedef enum StatusShape
+typedef enum StatusValue
 {
-	STATUS_0_1,
-	STATUS_0_2
-} StatusShape;
+	SV_DATID,
+	SV_DATNAME,
+	SV_STATE,
+	SV_PID,
+	SV_STARTED_AT,
+	SV_NEXT_DUE,
+	SV_LAG,
+	SV_LAST_VISIT,
+	SV_VISITS,
+	SV_EXPIRED,
+	SV_FOLDED,
+	SV_COUNT
+} StatusValue;
 
 #define WORKER_STATUS_COLS 11
 
+/* datid, datname, pid, state, started_at, last_run, rounds, expired, folded, lag, last_wake */
+static const StatusValue status_0_1[WORKER_STATUS_COLS] = {
+	SV_DATID, SV_DATNAME, SV_PID, SV_STATE, SV_STARTED_AT, SV_LAST_VISIT,
+	SV_VISITS, SV_EXPIRED, SV_FOLDED, SV_LAG, SV_LAST_VISIT
+};
+
+static const StatusValue status_0_2[WORKER_STATUS_COLS] = {
+	SV_DATID, SV_DATNAME, SV_STATE, SV_PID, SV_STARTED_AT, SV_NEXT_DUE,
+	SV_LAG, SV_LAST_VISIT, SV_VISITS, SV_EXPIRED, SV_FOLDED
+};
+
 static Datum
-WorkerStatus(FunctionCallInfo fcinfo, StatusShape shape)
+WorkerStatus(FunctionCallInfo fcinfo, const StatusValue *shape)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PoolDbStatus *dbs;
@@ -116,51 +138,37 @@ WorkerStatus(FunctionCallInfo fcinfo, StatusShape shape)
 	for (int i = 0; i < n; i++)
 	{
 		PoolDbStatus *d = &dbs[i];
+		Datum		val[SV_COUNT];
+		bool		null[SV_COUNT];
 		Datum		v[WORKER_STATUS_COLS];
 		bool		nulls[WORKER_STATUS_COLS];
 		Interval   *lag = palloc0(sizeof(Interval));
 		/* the name now: the launcher's copy may be a rename behind */
 		char	   *name = get_database_name(d->dboid);
-		int			c = 0;
 
-		memset(nulls, 0, sizeof(nulls));
+		memset(null, 0, sizeof(null));
 		lag->time = d->lag_usecs;
-		v[c++] = ObjectIdGetDatum(d->dboid);
-		v[c++] = CStringGetTextDatum(name ? name : NameStr(d->datname));
-		if (shape == STATUS_0_1)
+		val[SV_DATID] = ObjectIdGetDatum(d->dboid);
+		val[SV_DATNAME] = CStringGetTextDatum(name ? name : NameStr(d->datname));
+		val[SV_STATE] = CStringGetTextDatum(d->state);
+		val[SV_PID] = Int32GetDatum(d->pid);
+		null[SV_PID] = (d->pid == 0);
+		val[SV_STARTED_AT] = TimestampTzGetDatum(d->started_at);
+		null[SV_STARTED_AT] = (d->started_at == 0);
+		val[SV_NEXT_DUE] = TimestampTzGetDatum(d->next_due);
+		null[SV_NEXT_DUE] = (d->next_due == POOL_NOTHING_DUE);
+		val[SV_LAG] = IntervalPGetDatum(lag);
+		val[SV_LAST_VISIT] = TimestampTzGetDatum(d->last_visit);
+		null[SV_LAST_VISIT] = (d->last_visit == 0);
+		val[SV_VISITS] = Int64GetDatum(d->visits);
+		val[SV_EXPIRED] = Int64GetDatum(d->expired);
+		val[SV_FOLDED] = Int64GetDatum(d->folded);
+
+		for (int c = 0; c < WORKER_STATUS_COLS; c++)
 		{
-			/* pid, state, started_at, last_run, rounds, expired, folded, lag, last_wake */
-			nulls[c] = (d->pid == 0);
-			v[c++] = Int32GetDatum(d->pid);
-			v[c++] = CStringGetTextDatum(d->state);
-			nulls[c] = (d->started_at == 0);
-			v[c++] = TimestampTzGetDatum(d->started_at);
-			nulls[c] = (d->last_visit == 0);
-			v[c++] = TimestampTzGetDatum(d->last_visit);
-			v[c++] = Int64GetDatum(d->visits);
-			v[c++] = Int64GetDatum(d->expired);
-			v[c++] = Int64GetDatum(d->folded);
-			v[c++] = IntervalPGetDatum(lag);
-			nulls[c] = (d->last_visit == 0);
-			v[c++] = TimestampTzGetDatum(d->last_visit);
+			v[c] = val[shape[c]];
+			nulls[c] = null[shape[c]];
 		}
-		else
-		{
-			v[c++] = CStringGetTextDatum(d->state);
-			nulls[c] = (d->pid == 0);
-			v[c++] = Int32GetDatum(d->pid);
-			nulls[c] = (d->started_at == 0);
-			v[c++] = TimestampTzGetDatum(d->started_at);
-			nulls[c] = (d->next_due == POOL_NOTHING_DUE);
-			v[c++] = TimestampTzGetDatum(d->next_due);
-			v[c++] = IntervalPGetDatum(lag);
-			nulls[c] = (d->last_visit == 0);
-			v[c++] = TimestampTzGetDatum(d->last_visit);
-			v[c++] = Int64GetDatum(d->visits);
-			v[c++] = Int64GetDatum(d->expired);
-			v[c++] = Int64GetDatum(d->folded);
-		}
-		Assert(c == WORKER_STATUS_COLS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
 	return (Datum) 0;
@@ -170,12 +178,12 @@ PG_FUNCTION_INFO_V1(inventory_worker_status);
 Datum
 inventory_worker_status(PG_FUNCTION_ARGS)
 {
-	return WorkerStatus(fcinfo, STATUS_0_1);
+	return WorkerStatus(fcinfo, status_0_1);
 }
 
 PG_FUNCTION_INFO_V1(inventory_worker_status_0_2);
 Datum
 inventory_worker_status_0_2(PG_FUNCTION_ARGS)
 {
-	return WorkerStatus(fcinfo, STATUS_0_2);
+	return WorkerStatus(fcinfo, status_0_2);
 }

@@ -230,7 +230,7 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 	if (TRIGGER_FIRED_BY_INSERT(ev) && RestoreInProgress(cat->ledger_rel))
 	{
 		/* history, as pg_dump wrote it: checked, and taken as it is */
-		SkuKey(new.sku, &key);
+		LedgerCheckSku(VARDATA_ANY(new.sku), VARSIZE_ANY_EXHDR(new.sku));
 		CheckRestoredMovement(&new);
 		return td->tg_trigtuple;
 	}
@@ -319,7 +319,7 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 		}
 	}
 
-	/* a fold changes no counter, so it pins nothing (see fold.c) */
+	/* a fold changes no counter, so it pins nothing (see maintenance.c) */
 	if (!new.folded)
 		PendingPin(&key);
 
@@ -343,8 +343,7 @@ NoteDue(const LedgerRow *row, bool to_fold)
 static void
 NoteRestoredDue(const LedgerRow *row)
 {
-	NoteDue(row, !row->folded &&
-			(row->kind != INV_KIND_RESERVE || row->state != INV_PENDING));
+	NoteDue(row, !row->folded && LedgerRowIsSettled(row));
 }
 
 static void
@@ -385,13 +384,13 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 				break;
 			case INV_KIND_RESTOCK:
 				rc.counts.restocks = 1;
-				rc.unfolded = 1;	/* settled when made */
 				break;
 			case INV_KIND_ADJUST:
 				rc.counts.adjusts = 1;
-				rc.unfolded = 1;
 				break;
 		}
+		/* a restock or a stocktake is settled when made */
+		rc.unfolded = LedgerRowIsSettled(&new) ? 1 : 0;
 	}
 	else
 	{
@@ -413,8 +412,8 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 				rc.counts.cancels = 1;
 			else if (new.state == INV_EXPIRED)
 				rc.counts.expiries = 1;
-			rc.unfolded = 1;
 		}
+		rc.unfolded = LedgerRowIsSettled(&new) && !LedgerRowIsSettled(&old) ? 1 : 0;
 	}
 	LedgerRowEffect(&new, &enew);
 

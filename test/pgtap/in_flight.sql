@@ -39,18 +39,10 @@ SELECT pg_temp.connect_peer() AS peer_ok \gset
 -- runs a statement in the peer session
 CREATE FUNCTION pg_temp.peer(sql text) RETURNS text LANGUAGE sql
 AS $$ SELECT dblink_exec('inventory_peer', sql) $$;
+
 -- a call in the peer session, its status
 CREATE FUNCTION pg_temp.peer_status(sql text) RETURNS text LANGUAGE sql
 AS $$ SELECT status FROM dblink('inventory_peer', sql) AS t(status text) $$;
-
-CREATE FUNCTION pg_temp.res_counts(r inventory.result) RETURNS text LANGUAGE plpgsql
-AS $$
-BEGIN
-	RETURN format('ok=%s status=%s qty=%s state=%s available=%s version=%s',
-				  coalesce(r.ok::text, 'NULL'), coalesce(r.status, 'NULL'),
-				  coalesce(r.qty::text, 'NULL'), coalesce(r.state::text, 'NULL'),
-				  coalesce(r.available::text, 'NULL'), coalesce(r.version::text, 'NULL'));
-END $$;
 
 SELECT plan(34);
 
@@ -66,26 +58,26 @@ SELECT is(pg_temp.peer_status(format('SELECT status FROM inventory.reserve(%L, 3
 		  'ok', 'peer: reserve 3 units, not committed');
 SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=0 available=10 version=1 live=7',
 		  'available() counts the hold in flight; the tables do not show it yet');
-SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v1'), expected_version => 1)),
-		  'ok=false status=version_conflict qty=1 state=NULL available=7 version=1',
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v1'), expected_version => 1)),
+		  'ok=false status=version_conflict sku=A qty=1 state=NULL available=7 version=1',
 		  'reserve with the current version while another transaction has a change in flight: version_conflict');
 SELECT is((SELECT count(*) FROM inventory.ledger WHERE order_id = pg_temp.n('v1')), 0::bigint,
 		  'version_conflict: no ledger row');
-SELECT is(pg_temp.res_counts(inventory.adjust(pg_temp.n('A'), 12, pg_temp.n('v2'), expected_version => 1)),
-		  'ok=false status=version_conflict qty=12 state=NULL available=7 version=1',
+SELECT is(pg_temp.res(inventory.adjust(pg_temp.n('A'), 12, pg_temp.n('v2'), expected_version => 1)),
+		  'ok=false status=version_conflict sku=A qty=12 state=NULL available=7 version=1',
 		  'adjust with the current version while another transaction has a change in flight: version_conflict');
 SELECT is((SELECT count(*) FROM inventory.ledger WHERE order_id = pg_temp.n('v2')), 0::bigint,
 		  'version_conflict of adjust: no ledger row');
-SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 8, pg_temp.n('i1'))),
-		  'ok=false status=insufficient qty=8 state=NULL available=7 version=1',
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 8, pg_temp.n('i1'))),
+		  'ok=false status=insufficient sku=A qty=8 state=NULL available=7 version=1',
 		  'the hold in flight counts for admission: 8 of 7 is insufficient');
-SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 7, pg_temp.n('l1'))),
-		  'ok=true status=ok qty=7 state=PENDING available=0 version=1',
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 7, pg_temp.n('l1'))),
+		  'ok=true status=ok sku=A qty=7 state=PENDING available=0 version=1',
 		  'without expected_version a reservation does not wait for the other transaction');
 SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=7 available=3 version=2 live=0',
 		  'our reservation committed; the peer''s hold is still in flight');
-SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('i2'))),
-		  'ok=false status=insufficient qty=1 state=NULL available=0 version=2',
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('i2'))),
+		  'ok=false status=insufficient sku=A qty=1 state=NULL available=0 version=2',
 		  'nothing is left for anyone while the peer holds its units');
 SELECT is_empty('SELECT * FROM inventory.verify()', 'verify() reports nothing while the peer has changes in flight');
 SELECT is(pg_temp.peer('ROLLBACK'), 'ROLLBACK', 'peer: ROLLBACK');
@@ -93,8 +85,8 @@ SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=7 available=3 version=2 li
 		  'after the peer rolled back its hold is returned');
 BEGIN;
 SELECT pg_temp.quiesce('A') \g /dev/null
-SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v3'), expected_version => 2)),
-		  'ok=true status=ok qty=1 state=PENDING available=2 version=2',
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v3'), expected_version => 2)),
+		  'ok=true status=ok sku=A qty=1 state=PENDING available=2 version=2',
 		  'with nothing in flight the current version is accepted');
 COMMIT;
 
@@ -105,8 +97,8 @@ COMMIT;
 SELECT is(pg_temp.peer('BEGIN'), 'BEGIN', 'peer: BEGIN');
 SELECT is(pg_temp.peer_status(format('SELECT status FROM inventory.confirm(%L)', pg_temp.n('l1'))),
 		  'ok', 'peer: confirm our reservation, not committed');
-SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v4'), expected_version => 3)),
-		  'ok=false status=version_conflict qty=1 state=NULL available=2 version=3',
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('v4'), expected_version => 3)),
+		  'ok=false status=version_conflict sku=A qty=1 state=NULL available=2 version=3',
 		  'reserve with the current version while a confirm is in flight: version_conflict');
 SELECT is(pg_temp.peer('COMMIT'), 'COMMIT', 'peer: COMMIT');
 SELECT is(pg_temp.counters('A'), 'on_hand=3 reserved=1 available=2 version=4 live=2',
@@ -120,19 +112,19 @@ SELECT is(pg_temp.peer('BEGIN'), 'BEGIN', 'peer: BEGIN');
 SELECT is(pg_temp.peer_status(format('SELECT status FROM inventory.restock(%L, 5, %L)', pg_temp.n('A'), pg_temp.n('pr'))),
 		  'ok', 'peer: restock 5, not committed');
 SELECT is(inventory.available(pg_temp.n('A')), 2::bigint, 'units of a restock in flight are not available yet');
-SELECT is(pg_temp.res_counts(inventory.adjust(pg_temp.n('A'), 3, pg_temp.n('v5'), expected_version => 4)),
-		  'ok=false status=version_conflict qty=3 state=NULL available=2 version=4',
+SELECT is(pg_temp.res(inventory.adjust(pg_temp.n('A'), 3, pg_temp.n('v5'), expected_version => 4)),
+		  'ok=false status=version_conflict sku=A qty=3 state=NULL available=2 version=4',
 		  'adjust with the current version while a restock is in flight: version_conflict');
-SELECT is(pg_temp.res_counts(inventory.reserve(pg_temp.n('A'), 3, pg_temp.n('i3'))),
-		  'ok=false status=insufficient qty=3 state=NULL available=2 version=4',
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 3, pg_temp.n('i3'))),
+		  'ok=false status=insufficient sku=A qty=3 state=NULL available=2 version=4',
 		  'the restock in flight does not make a reservation possible');
 SELECT is(pg_temp.peer('COMMIT'), 'COMMIT', 'peer: COMMIT');
 SELECT is(pg_temp.counters('A'), 'on_hand=8 reserved=1 available=7 version=5 live=7',
 		  'after the peer committed its units are available');
 BEGIN;
 SELECT pg_temp.quiesce('A') \g /dev/null
-SELECT is(pg_temp.res_counts(inventory.adjust(pg_temp.n('A'), 9, pg_temp.n('a1'), expected_version => 5)),
-		  'ok=true status=ok qty=9 state=NULL available=7 version=5',
+SELECT is(pg_temp.res(inventory.adjust(pg_temp.n('A'), 9, pg_temp.n('a1'), expected_version => 5)),
+		  'ok=true status=ok sku=A qty=9 state=NULL available=7 version=5',
 		  'with nothing in flight the stocktake with the current version works');
 COMMIT;
 

@@ -9,6 +9,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(history_sql);
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade');
 $node->init;
@@ -86,37 +89,24 @@ UNION ALL SELECT 'ledger', l::text FROM inventory.ledger l
 ORDER BY 1, 2
 };
 
-# the same history in every version
-my $fill = q{
-SELECT inventory.restock('U-1', 100, 'in-1'), inventory.restock('U-2', 10, 'in-2');
-SELECT inventory.confirm('paid') FROM inventory.reserve('U-1', 5, 'paid', ttl => '1 hour');
-SELECT inventory.cancel('gone') FROM inventory.reserve('U-1', 2, 'gone');
-SELECT inventory.reserve('U-2', 3, 'late', ttl => '10 milliseconds');
-SELECT pg_sleep(0.05);
-SELECT inventory.expire();
-SELECT inventory.fold();
-SELECT inventory.reserve('U-1', 4, 'open', 1, '1 hour');
-SELECT inventory.confirm('paid-2') FROM inventory.reserve('U-2', 1, 'paid-2', ttl => '1 hour');
-SELECT inventory.adjust('U-2', 8, 'count-1');
-};
 
 for my $from (@versions[0 .. $#versions - 1])
 {
 	my $db = "from_$from" =~ s/\./_/gr;
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
 	$node->safe_psql($db, "CREATE EXTENSION inventory VERSION '$from'");
-	$node->safe_psql($db, $fill);
+	$node->safe_psql($db, history_sql());
 
 	# the new library with the old objects: every entry point still works
 	my ($ret, $out, $err) = $node->psql($db, q{
-SELECT inventory.available('U-1');
-SELECT status FROM inventory.reserve('U-1', 1, 'before-update', ttl => '1 hour');
+SELECT inventory.available('TEE');
+SELECT status FROM inventory.reserve('TEE', 1, 'before-update', ttl => '1 hour');
 SELECT status FROM inventory.extend('before-update', 1, '2 hours');
 SELECT status FROM inventory.confirm('before-update');
 SELECT status FROM inventory.cancel('open');
-SELECT status FROM inventory.reserve('U-1', 4, 'open', 1, '1 hour');
-SELECT status FROM inventory.restock('U-1', 1, 'in-3');
-SELECT status FROM inventory.adjust('U-1', 94, 'count-2');
+SELECT status FROM inventory.reserve('TEE', 4, 'open', 1, '1 hour');
+SELECT status FROM inventory.restock('TEE', 1, 'in-9');
+SELECT status FROM inventory.adjust('TEE', 94, 'count-2');
 SELECT inventory.expire(), inventory.fold();
 SELECT count(*) FROM inventory.verify();
 SELECT count(*) FROM inventory.sku_stats;
@@ -135,14 +125,14 @@ SELECT inventory.can_transition('PENDING', 'EXPIRED'), inventory.is_final('PENDI
 	is($node->safe_psql($db, 'SELECT count(*) FROM inventory.verify()'), '0', "$from: verify() is empty");
 	is($node->safe_psql($db, q{
 SELECT string_agg(s, ' ') FROM (VALUES
-  ((inventory.reserve('U-1', 5, 'paid')).status),
-  ((inventory.reserve('U-1', 4, 'open')).status),
+  ((inventory.reserve('TEE', 5, 'paid')).status),
+  ((inventory.reserve('TEE', 4, 'open')).status),
   ((inventory.cancel('gone')).status),
   ((inventory.confirm('late')).status),
-  ((inventory.adjust('U-2', 8, 'count-1')).status)) v(s)}),
+  ((inventory.adjust('MUG', 30, 'count-1')).status)) v(s)}),
 		'duplicate duplicate duplicate expired duplicate', "$from: replays are answered as before");
 	is($node->safe_psql($db, $data), $before, "$from: and change nothing");
-	is($node->safe_psql($db, "SELECT status FROM inventory.reserve('U-1', 1, 'after-update')"),
+	is($node->safe_psql($db, "SELECT status FROM inventory.reserve('TEE', 1, 'after-update')"),
 		'ok', "$from: reserves work after the update");
 
 	# the same objects as a fresh install
