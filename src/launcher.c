@@ -159,7 +159,7 @@ StartWorker(int slotno, Oid dboid, const char *datname)
 
 /*
  * Sends workers to the databases whose work is due, longest waiting first,
- * while slots are free.  Returns whether work that is due still waits.
+ * while slots are free.  Returns false when a worker could not be started.
  */
 static bool
 Dispatch(TimestampTz now)
@@ -168,18 +168,15 @@ Dispatch(TimestampTz now)
 	Oid			dboid;
 	NameData	datname;
 
-	if (!inv_worker_enabled)
-		return false;
 	while (PoolAssign(now, &slotno, &dboid, &datname))
 	{
 		if (!StartWorker(slotno, dboid, NameStr(datname)))
 		{
 			PoolUnassign(slotno, TimestampTzPlusMilliseconds(now, RETRY_MS));
-			return true;
+			return false;
 		}
 	}
-	/* what is still due found no free slot */
-	return PoolEarliestDue() <= now;
+	return true;
 }
 
 void
@@ -210,8 +207,9 @@ inventory_launcher_main(Datum main_arg)
 	for (;;)
 	{
 		TimestampTz now;
+		TimestampTz earliest;
 		TimestampTz wake;
-		bool		waiting;
+		bool		started = true;
 		long		nap;
 
 		CHECK_FOR_INTERRUPTS();
@@ -233,7 +231,9 @@ inventory_launcher_main(Datum main_arg)
 		}
 		PoolForgetAbsent(absent);
 		ReapWorkers();
-		waiting = Dispatch(now);
+		if (inv_worker_enabled)
+			started = Dispatch(now);
+		earliest = PoolEarliestDue();
 
 		/*
 		 * Sleep until the next database falls due or the next scan.  Work
@@ -241,10 +241,11 @@ inventory_launcher_main(Datum main_arg)
 		 * the latch), for a pause to end, or for the workers to be enabled:
 		 * look again in a second at the latest.
 		 */
-		wake = Min(PoolEarliestDue(), TimestampTzPlusMilliseconds(last_scan, RESCAN_MS));
+		wake = Min(earliest, TimestampTzPlusMilliseconds(last_scan, RESCAN_MS));
 		if (wake <= now)
 			wake = TimestampTzPlusMilliseconds(now, RETRY_MS);
-		PoolSetLauncherWake(wake, waiting);
+		/* work due found no free slot, or no worker could be started */
+		PoolSetLauncherWake(wake, inv_worker_enabled && (!started || earliest <= now));
 		nap = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), wake);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		(void) WaitLatch(MyLatch,
