@@ -13,7 +13,11 @@ OBJS = \
 	src/cache.o \
 	src/pending.o \
 	src/trigger.o \
+	src/args.o \
+	src/outcome.o \
 	src/api.o \
+	src/cart.o \
+	src/rules.o \
 	src/verify.o \
 	src/stats.o \
 	src/maintenance.o \

@@ -42,7 +42,7 @@ $$;
 COMMENT ON COLUMN inventory.result.ok IS
 	'whether the caller''s intent now holds, made now or by an earlier call with the same key';
 COMMENT ON COLUMN inventory.result.status IS
-	'what happened: ok, duplicate, insufficient, unknown_sku, version_conflict, not_found, expired, cancelled or confirmed';
+	'what happened: ok, duplicate, insufficient, unknown_sku, version_conflict, not_on_sale, buyer_required, limit_exceeded, cart_refused, not_found, expired, cancelled or confirmed';
 COMMENT ON COLUMN inventory.result.sku IS 'the SKU of the movement; NULL for not_found';
 COMMENT ON COLUMN inventory.result.qty IS 'units of the movement; for adjust, the on_hand counted';
 COMMENT ON COLUMN inventory.result.state IS 'the reservation''s state after the call; NULL where there is none';
@@ -123,3 +123,138 @@ GRANT SELECT ON inventory.worker_status TO inventory_admin;
 
 CREATE OR REPLACE FUNCTION inventory.is_final(inventory.state) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'state_is_final' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+------------------------------------------------------------------------------
+-- Commerce rules: at most max_per_buyer units per buyer across orders, a
+-- sale window [sale_starts, sale_ends), and carts reserved whole
+------------------------------------------------------------------------------
+
+ALTER TABLE inventory.sku
+	ADD COLUMN max_per_buyer bigint,
+	ADD COLUMN sale_starts timestamptz,
+	ADD COLUMN sale_ends timestamptz,
+	ADD CONSTRAINT sku_max_per_buyer_check CHECK (max_per_buyer > 0),
+	ADD CONSTRAINT sku_sale_window_check CHECK (sale_ends > sale_starts);
+COMMENT ON COLUMN inventory.sku.max_per_buyer IS
+	'at most this many units per buyer, PENDING and CONFIRMED reservations across all orders; NULL: no limit';
+COMMENT ON COLUMN inventory.sku.sale_starts IS 'reservations are taken from this moment on; NULL: since ever';
+COMMENT ON COLUMN inventory.sku.sale_ends IS 'reservations are taken until just before this moment; NULL: for ever';
+
+ALTER TABLE inventory.ledger ADD COLUMN buyer_id text COLLATE "C";
+COMMENT ON COLUMN inventory.ledger.buyer_id IS
+	'reserve: the buyer, whose PENDING and CONFIRMED units count towards the SKU''s max_per_buyer';
+-- a buyer's units of a SKU, counted under the buyer's lock
+CREATE INDEX ledger_buyer_idx ON inventory.ledger (buyer_id, sku)
+	WHERE buyer_id IS NOT NULL;
+
+CREATE OR REPLACE VIEW inventory.stock AS
+SELECT s.sku,
+	   s.on_hand + COALESCE(m.on_hand, 0) AS on_hand,
+	   COALESCE(m.reserved, 0) AS reserved,
+	   s.on_hand + COALESCE(m.on_hand, 0) - COALESCE(m.reserved, 0) AS available,
+	   s.version + COALESCE(m.version, 0) AS version,
+	   s.max_per_buyer,
+	   s.sale_starts,
+	   s.sale_ends
+  FROM inventory.sku s
+  LEFT JOIN (
+	SELECT l.sku,
+		   pg_catalog.sum(inventory.effect_on_hand(l.kind, l.state, l.qty))::bigint AS on_hand,
+		   pg_catalog.sum(inventory.effect_reserved(l.kind, l.state, l.qty))::bigint AS reserved,
+		   pg_catalog.sum(inventory.effect_version(l.kind, l.state, l.qty))::bigint AS version
+	  FROM inventory.ledger l
+	 WHERE NOT l.folded
+	 GROUP BY l.sku
+  ) m ON m.sku OPERATOR(pg_catalog.=) s.sku;
+COMMENT ON COLUMN inventory.stock.max_per_buyer IS 'units one buyer may hold (PENDING + CONFIRMED); NULL: no limit';
+COMMENT ON COLUMN inventory.stock.sale_starts IS 'start of the sale window; NULL: since ever';
+COMMENT ON COLUMN inventory.stock.sale_ends IS 'end of the sale window (excluded); NULL: for ever';
+
+CREATE FUNCTION inventory.set_rules(sku text, max_per_buyer bigint DEFAULT NULL,
+									sale_starts timestamptz DEFAULT NULL,
+									sale_ends timestamptz DEFAULT NULL)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF set_rules.sku IS NULL THEN
+		RAISE EXCEPTION 'sku must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF set_rules.max_per_buyer <= 0 THEN
+		RAISE EXCEPTION 'max_per_buyer must be positive'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = format('max_per_buyer is %s.', set_rules.max_per_buyer),
+				  HINT = 'Pass NULL for no limit.';
+	END IF;
+	IF set_rules.sale_ends <= set_rules.sale_starts THEN
+		RAISE EXCEPTION 'sale_ends must be later than sale_starts'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = format('The window would be [%s, %s).',
+								  set_rules.sale_starts, set_rules.sale_ends);
+	END IF;
+	UPDATE inventory.sku s
+	   SET max_per_buyer = set_rules.max_per_buyer,
+		   sale_starts = set_rules.sale_starts,
+		   sale_ends = set_rules.sale_ends
+	 WHERE s.sku OPERATOR(pg_catalog.=) set_rules.sku;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'sku "%" does not exist', set_rules.sku
+			USING ERRCODE = 'undefined_object',
+				  HINT = 'Create it with inventory.restock().';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION inventory.set_rules(text, bigint, timestamptz, timestamptz) IS
+	'set the rules of sku (NULL: no such rule), replacing those it had; they apply to calls that start after the commit';
+
+DROP FUNCTION inventory.reserve(text, bigint, text, integer, interval, bigint);
+CREATE FUNCTION inventory.reserve(sku text, qty bigint, order_id text,
+								  batch_id integer DEFAULT 1,
+								  ttl interval DEFAULT NULL,
+								  expected_version bigint DEFAULT NULL,
+								  buyer_id text DEFAULT NULL)
+	RETURNS inventory.result
+	AS 'MODULE_PATHNAME', 'inventory_reserve' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
+COMMENT ON FUNCTION inventory.reserve(text, bigint, text, integer, interval, bigint, text) IS
+	'hold qty units of sku for (order_id, batch_id) until confirm, cancel or expiry; for buyer_id, within the SKU''s max_per_buyer';
+
+CREATE FUNCTION inventory.reserve_cart(order_id text, skus text[], qtys bigint[],
+									   ttl interval DEFAULT NULL,
+									   buyer_id text DEFAULT NULL)
+	RETURNS SETOF inventory.result
+	AS 'MODULE_PATHNAME', 'inventory_reserve_cart' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER ROWS 5;
+COMMENT ON FUNCTION inventory.reserve_cart(text, text[], bigint[], interval, text) IS
+	'reserve every line of a cart, or none: line i is (order_id, i); one result row per line';
+
+CREATE FUNCTION inventory.confirm_order(order_id text)
+	RETURNS SETOF inventory.result
+	AS 'MODULE_PATHNAME', 'inventory_confirm_order' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER ROWS 5;
+COMMENT ON FUNCTION inventory.confirm_order(text) IS
+	'confirm every reservation of order_id, as confirm() would; one result row each';
+
+CREATE FUNCTION inventory.cancel_order(order_id text)
+	RETURNS SETOF inventory.result
+	AS 'MODULE_PATHNAME', 'inventory_cancel_order' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER ROWS 5;
+COMMENT ON FUNCTION inventory.cancel_order(text) IS
+	'cancel every reservation of order_id, as cancel() would; one result row each';
+
+REVOKE EXECUTE ON FUNCTION
+	inventory.set_rules(text, bigint, timestamptz, timestamptz),
+	inventory.reserve(text, bigint, text, integer, interval, bigint, text),
+	inventory.reserve_cart(text, text[], bigint[], interval, text),
+	inventory.confirm_order(text),
+	inventory.cancel_order(text)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+	inventory.reserve(text, bigint, text, integer, interval, bigint, text),
+	inventory.reserve_cart(text, text[], bigint[], interval, text),
+	inventory.confirm_order(text),
+	inventory.cancel_order(text)
+TO inventory_app;
+GRANT EXECUTE ON FUNCTION inventory.set_rules(text, bigint, timestamptz, timestamptz)
+	TO inventory_admin;

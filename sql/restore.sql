@@ -6,21 +6,24 @@ SET search_path = public, inventory;
 
 -- the SKUs' base rows, then their movements in every state: folded
 -- (their effect is in the base) and not folded; the base of X-TEE is below
--- zero, because a sale was folded before the restock that supplied it
+-- zero, because a sale was folded before the restock that supplied it;
+-- X-LIM has rules, and its reservation a buyer
 COPY inventory.sku FROM stdin;
-X-TEE	-3	4	2026-01-01 10:00:00+00
-X-MUG	5	1	2026-01-01 10:00:00+00
+X-LIM	5	1	2026-01-01 10:00:00+00	2	2026-01-01 00:00:00+00	2099-01-01 00:00:00+00
+X-TEE	-3	4	2026-01-01 10:00:00+00	\N	\N	\N
+X-MUG	5	1	2026-01-01 10:00:00+00	\N	\N	\N
 \.
 COPY inventory.ledger FROM stdin;
-x-in-1	1	restock	X-TEE	10	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
-x-in-2	1	restock	X-MUG	5	\N	\N	2026-01-01 10:00:00+00	\N	\N	t
-x-sold	1	reserve	X-TEE	3	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	t
-x-paid	1	reserve	X-TEE	2	\N	CONFIRMED	2026-01-01 10:03:00+00	2026-01-01 10:18:00+00	2026-01-01 10:04:00+00	f
-x-gone	1	reserve	X-TEE	1	\N	CANCELLED	2026-01-01 10:03:00+00	2026-01-01 10:18:00+00	2026-01-01 10:05:00+00	f
-x-late	1	reserve	X-MUG	1	\N	EXPIRED	2026-01-01 10:03:00+00	2026-01-01 10:18:00+00	2026-01-01 10:18:01+00	f
-x-open	1	reserve	X-TEE	4	\N	PENDING	2026-01-01 10:06:00+00	2099-01-01 00:00:00+00	\N	f
-x-open	2	reserve	X-MUG	2	\N	PENDING	2026-01-01 10:06:00+00	2099-01-01 00:00:00+00	\N	f
-x-count	1	adjust	X-MUG	-1	4	\N	2026-01-01 10:07:00+00	\N	\N	f
+x-in-1	1	restock	X-TEE	10	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
+x-in-2	1	restock	X-MUG	5	\N	\N	2026-01-01 10:00:00+00	\N	\N	t	\N
+x-sold	1	reserve	X-TEE	3	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	t	\N
+x-paid	1	reserve	X-TEE	2	\N	CONFIRMED	2026-01-01 10:03:00+00	2026-01-01 10:18:00+00	2026-01-01 10:04:00+00	f	\N
+x-gone	1	reserve	X-TEE	1	\N	CANCELLED	2026-01-01 10:03:00+00	2026-01-01 10:18:00+00	2026-01-01 10:05:00+00	f	\N
+x-late	1	reserve	X-MUG	1	\N	EXPIRED	2026-01-01 10:03:00+00	2026-01-01 10:18:00+00	2026-01-01 10:18:01+00	f	\N
+x-open	1	reserve	X-TEE	4	\N	PENDING	2026-01-01 10:06:00+00	2099-01-01 00:00:00+00	\N	f	\N
+x-open	2	reserve	X-MUG	2	\N	PENDING	2026-01-01 10:06:00+00	2099-01-01 00:00:00+00	\N	f	\N
+x-count	1	adjust	X-MUG	-1	4	\N	2026-01-01 10:07:00+00	\N	\N	f	\N
+x-open	3	reserve	X-LIM	2	\N	PENDING	2026-01-01 10:06:00+00	2099-01-01 00:00:00+00	\N	f	buyer-1
 \.
 SELECT * FROM inventory.stock WHERE sku LIKE 'X-%' ORDER BY sku;
 -- a restore does not go through the cache: the SKUs are loaded from the
@@ -39,54 +42,59 @@ SELECT ok, status, state FROM inventory.confirm('x-late');
 SELECT ok, status, state FROM inventory.restock('X-MUG', 5, 'x-in-2');
 SELECT ok, status, available FROM inventory.reserve('X-TEE', 1, 'x-one-more');
 SELECT ok, status, available FROM inventory.reserve('X-MUG', 3, 'x-too-many');
+-- the rules and the buyers come back with them: buyer-1 holds 2 units of
+-- X-LIM, its limit
+SELECT ok, status FROM inventory.reserve('X-LIM', 1, 'x-buyer-1', buyer_id => 'buyer-1');
+SELECT ok, status FROM inventory.reserve('X-LIM', 1, 'x-buyer-2', buyer_id => 'buyer-2');
+SELECT ok, status FROM inventory.reserve('X-LIM', 1, 'x-buyer-3');
 SELECT ok, status, state FROM inventory.confirm('x-open', 2);
 
 -- a row that the state machine cannot have produced is refused, and with
 -- it the whole COPY
 COPY inventory.ledger FROM stdin;
-y-1	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f
-y-2	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f
+y-1	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f	\N
+y-2	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N
 \.
 COPY inventory.ledger FROM stdin;
-y-3	1	reserve	X-TEE	1	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f
+y-3	1	reserve	X-TEE	1	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f	\N
 \.
 COPY inventory.ledger FROM stdin;
-y-4	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	t
+y-4	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	t	\N
 \.
 COPY inventory.ledger FROM stdin;
-y-5	1	reserve	X-TEE	1	\N	EXPIRED	2026-01-01 10:00:00+00	2026-01-01 10:15:00+00	2026-01-01 10:14:00+00	f
+y-5	1	reserve	X-TEE	1	\N	EXPIRED	2026-01-01 10:00:00+00	2026-01-01 10:15:00+00	2026-01-01 10:14:00+00	f	\N
 \.
 COPY inventory.ledger FROM stdin;
-y-6	1	reserve	X-TEE	1	\N	CANCELLED	2026-01-01 10:00:00+00	2026-01-01 10:15:00+00	2026-01-01 09:59:00+00	f
+y-6	1	reserve	X-TEE	1	\N	CANCELLED	2026-01-01 10:00:00+00	2026-01-01 10:15:00+00	2026-01-01 09:59:00+00	f	\N
 \.
 COPY inventory.ledger FROM stdin;
-y-7	1	restock	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	\N	\N	f
+y-7	1	restock	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
 SELECT count(*) AS landed FROM inventory.ledger WHERE order_id LIKE 'y-%';
 
 -- movements that together take more than the SKU has are refused as a
 -- whole, whatever their order
 COPY inventory.ledger FROM stdin;
-z-1	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
-z-2	1	reserve	X-MUG	4	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f
+z-1	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
+z-2	1	reserve	X-MUG	4	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N
 \.
 COPY inventory.ledger FROM stdin;
-z-3	1	reserve	X-MUG	4	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f
-z-4	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+z-3	1	reserve	X-MUG	4	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f	\N
+z-4	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
 -- but in any order when they add up
 COPY inventory.ledger FROM stdin;
-z-5	1	reserve	X-MUG	3	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f
-z-6	1	restock	X-MUG	3	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+z-5	1	reserve	X-MUG	3	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N
+z-6	1	restock	X-MUG	3	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
 SELECT * FROM inventory.stock WHERE sku = 'X-MUG';
 
 -- the ledger may come before the SKUs' base rows (a parallel pg_restore):
 -- until its base row arrives, the SKU does not exist
 COPY inventory.ledger FROM stdin;
-w-in	1	restock	X-CAP	2	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
-w-sold	1	reserve	X-CAP	5	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	f
-w-open	1	reserve	X-CAP	1	\N	PENDING	2026-01-01 10:01:00+00	2099-01-01 00:00:00+00	\N	f
+w-in	1	restock	X-CAP	2	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
+w-sold	1	reserve	X-CAP	5	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	f	\N
+w-open	1	reserve	X-CAP	1	\N	PENDING	2026-01-01 10:01:00+00	2099-01-01 00:00:00+00	\N	f	\N
 \.
 SELECT ok, status FROM inventory.reserve('X-CAP', 1, 'w-early');
 SELECT inventory.available('X-CAP');
@@ -95,10 +103,10 @@ SELECT count(*) AS folded FROM (SELECT inventory.fold()) f, inventory.ledger
 SELECT * FROM inventory.stock WHERE sku = 'X-CAP';
 -- a base that does not add up with them is refused
 COPY inventory.sku FROM stdin;
-X-CAP	2	0	2026-01-01 10:00:00+00
+X-CAP	2	0	2026-01-01 10:00:00+00	\N	\N	\N
 \.
 COPY inventory.sku FROM stdin;
-X-CAP	4	0	2026-01-01 10:00:00+00
+X-CAP	4	0	2026-01-01 10:00:00+00	\N	\N	\N
 \.
 SELECT * FROM inventory.stock WHERE sku = 'X-CAP';
 SELECT ok, status, available FROM inventory.reserve('X-CAP', 1, 'w-late');
@@ -107,18 +115,18 @@ SELECT * FROM inventory.verify();
 -- a base below zero waits for the movements that bring it back: the
 -- ledger's restore refuses it when they are not there
 COPY inventory.sku FROM stdin;
-X-BAD	-1	0	2026-01-01 10:00:00+00
+X-BAD	-1	0	2026-01-01 10:00:00+00	\N	\N	\N
 \.
 COPY inventory.ledger FROM stdin;
-v-in	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+v-in	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
 SELECT count(*) AS landed FROM inventory.ledger WHERE order_id = 'v-in';
 DELETE FROM inventory.sku WHERE sku = 'X-BAD';
 
 -- a restore does not go through the cache, so it takes any number of
 -- SKUs: more than the cache holds (inventory.max_skus is 1000 here)
-COPY inventory.sku FROM PROGRAM $$seq 1 1500 | awk '{printf "X-MANY-%d\t0\t0\t2026-01-01 00:00:00+00\n", $1}'$$;
-COPY inventory.ledger FROM PROGRAM $$seq 1 1500 | awk '{printf "m-%d\t1\trestock\tX-MANY-%d\t2\t\\N\t\\N\t2026-01-01 00:00:00+00\t\\N\t\\N\tf\n", $1, $1}'$$;
+COPY inventory.sku FROM PROGRAM $$seq 1 1500 | awk '{printf "X-MANY-%d\t0\t0\t2026-01-01 00:00:00+00\t\\N\t\\N\t\\N\n", $1}'$$;
+COPY inventory.ledger FROM PROGRAM $$seq 1 1500 | awk '{printf "m-%d\t1\trestock\tX-MANY-%d\t2\t\\N\t\\N\t2026-01-01 00:00:00+00\t\\N\t\\N\tf\t\\N\n", $1, $1}'$$;
 SELECT count(*) AS skus, sum(available) AS available FROM inventory.stock WHERE sku LIKE 'X-MANY-%';
 SELECT count(*) AS on_sale FROM generate_series(1, 1500) i
  WHERE inventory.available('X-MANY-' || i) = 2;
@@ -127,7 +135,7 @@ SELECT count(*) FROM inventory.verify();
 -- a SKU created by hand or by restock() meets the movements restored
 -- without it, and must add up with them
 COPY inventory.ledger FROM stdin;
-t-sold	1	reserve	X-HAT	3	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	f
+t-sold	1	reserve	X-HAT	3	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	f	\N
 \.
 SELECT ok, status FROM inventory.restock('X-HAT', 5, 't-in');
 INSERT INTO inventory.sku (sku, on_hand) VALUES ('X-HAT', 2);
@@ -138,7 +146,7 @@ SELECT * FROM inventory.stock WHERE sku = 'X-HAT';
 -- a restore must come first in its transaction
 BEGIN;
 COPY inventory.ledger FROM stdin;
-s-1	1	restock	X-TEE	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+s-1	1	restock	X-TEE	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
 SELECT inventory.available('X-TEE');
 SELECT ok, status FROM inventory.reserve('X-TEE', 1, 's-2');
@@ -146,7 +154,7 @@ ROLLBACK;
 BEGIN;
 SELECT ok, status FROM inventory.restock('X-TEE', 1, 's-3');
 COPY inventory.ledger FROM stdin;
-s-4	1	restock	X-TEE	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f
+s-4	1	restock	X-TEE	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
 ROLLBACK;
 SELECT count(*) AS landed FROM inventory.ledger WHERE order_id LIKE 's-%';
@@ -159,7 +167,7 @@ u-1	1	reserve	X-TEE	1	CONFIRMED
 CREATE ROLE restore_clerk IN ROLE inventory_admin;
 SET ROLE restore_clerk;
 COPY inventory.ledger FROM stdin;
-u-2	1	reserve	X-TEE	1	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f
+u-2	1	reserve	X-TEE	1	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N
 \.
 RESET ROLE;
 DROP ROLE restore_clerk;

@@ -4,9 +4,8 @@
  *	  available, expire and fold.
  *
  * Business outcomes are results, not errors: each call returns one
- * inventory.result row whose status says what happened, because a flash
- * sale refuses most calls and an ERROR would abort the caller's
- * transaction.  Misuse -- NULLs, non-positive quantities, a key reused for a
+ * inventory.result row whose status says what happened (outcome.c).
+ * Misuse -- NULLs, non-positive quantities (args.c), a key reused for a
  * different movement -- is an ERROR.
  *
  * Every write goes through the executor's insert or update of a table row,
@@ -33,11 +32,15 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
+#include "api.h"
+#include "args.h"
 #include "cache.h"
 #include "catalog.h"
 #include "maintenance.h"
 #include "inventory.h"
 #include "ledger.h"
+#include "outcome.h"
+#include "rules.h"
 #include "stmt.h"
 #include "state.h"
 #include "pending.h"
@@ -86,274 +89,24 @@ static InvStmt expire_one = {
 	3, {TEXTOID, INT4OID, TIMESTAMPTZOID}
 };
 
-/* ---- arguments ---- */
 
-/*
- * A call that may write refuses at once in a read-only transaction and on a
- * standby, with the server's usual errors, before it takes any hold.
- */
-static void
-CheckWritable(const char *call)
-{
-	PreventCommandIfReadOnly(call);
-	PreventCommandDuringRecovery(call);
-}
+/* ---- keys ---- */
 
-static text *
-ArgText(FunctionCallInfo fcinfo, int n, const char *name)
-{
-	if (PG_ARGISNULL(n))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", name)));
-	return PG_GETARG_TEXT_PP(n);
-}
-
-static text *
-ArgSku(FunctionCallInfo fcinfo, int n)
-{
-	text	   *t = ArgText(fcinfo, n, "sku");
-
-	LedgerCheckSku(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
-	return t;
-}
-
-static text *
-ArgOrderId(FunctionCallInfo fcinfo, int n)
-{
-	text	   *t = ArgText(fcinfo, n, "order_id");
-
-	LedgerCheckOrderId(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
-	return t;
-}
-
-static int32
-ArgBatchId(FunctionCallInfo fcinfo, int n)
-{
-	if (PG_ARGISNULL(n))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("batch_id must not be null")));
-	return PG_GETARG_INT32(n);
-}
-
-static int64
-ArgQuantity(FunctionCallInfo fcinfo, int n, const char *name, bool allow_zero)
-{
-	int64		v;
-
-	if (PG_ARGISNULL(n))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", name)));
-	v = PG_GETARG_INT64(n);
-	if (v < 0 || (v == 0 && !allow_zero))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg(allow_zero ? "%s must not be negative" : "%s must be positive", name),
-				 errdetail("%s is %lld.", name, (long long) v)));
-	return v;
-}
-
-/* now + ttl, where ttl must be positive; NULL means inventory.default_ttl */
-static TimestampTz
-ExpiresAt(FunctionCallInfo fcinfo, int n, TimestampTz now)
-{
-	TimestampTz expires;
-
-	if (PG_ARGISNULL(n))
-		return now + (TimestampTz) inv_default_ttl * USECS_PER_SEC;
-
-	expires = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
-													  TimestampTzGetDatum(now),
-													  PG_GETARG_DATUM(n)));
-	if (expires <= now)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ttl must be positive"),
-				 errdetail("ttl is %s.",
-						   DatumGetCString(DirectFunctionCall1(interval_out,
-															   PG_GETARG_DATUM(n))))));
-	return expires;
-}
-
-/* ---- results ---- */
-
-typedef struct Outcome
-{
-	bool		ok;
-	const char *status;
-	const char *sku;
-	bool		has_qty;
-	int64		qty;
-	bool		has_state;
-	InvState	state;
-	bool		has_counters;
-	int64		available;
-	int64		version;
-	bool		has_expires_at;
-	TimestampTz expires_at;
-} Outcome;
-
-#define RESULT_NATTS 8
-
-/*
- * The descriptor of inventory.result, kept across calls: looking it up for
- * every call would cost more than the rest of a refused reserve.
- */
-static TupleDesc
-ResultDesc(void)
-{
-	static TupleDesc desc = NULL;
-	static uint64 desc_epoch = 0;
-	const InvCatalog *cat = InvGetCatalog();
-
-	if (desc == NULL || desc_epoch != cat->epoch)
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-		TupleDesc	d = lookup_rowtype_tupdesc_copy(cat->result_type, -1);
-
-		MemoryContextSwitchTo(old);
-		if (d->natts != RESULT_NATTS)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("type inventory.result has %d attributes, expected %d",
-							d->natts, RESULT_NATTS),
-					 errhint("Bring the extension's objects in line with the installed library with ALTER EXTENSION inventory UPDATE; dropping the extension would drop its data.")));
-		if (desc)
-			FreeTupleDesc(desc);
-		desc = d;
-		desc_epoch = cat->epoch;
-	}
-	return desc;
-}
-
-static Datum
-MakeResult(FunctionCallInfo fcinfo, const Outcome *o)
-{
-	TupleDesc	desc = ResultDesc();
-	Datum		values[RESULT_NATTS];
-	bool		nulls[RESULT_NATTS];
-
-	memset(nulls, 0, sizeof(nulls));
-	values[0] = BoolGetDatum(o->ok);
-	values[1] = CStringGetTextDatum(o->status);
-	nulls[2] = (o->sku == NULL);
-	values[2] = o->sku ? CStringGetTextDatum(o->sku) : (Datum) 0;
-	nulls[3] = !o->has_qty;
-	values[3] = Int64GetDatum(o->qty);
-	nulls[4] = !o->has_state;
-	values[4] = InvStateGetDatum(o->state);
-	nulls[5] = !o->has_counters;
-	values[5] = Int64GetDatum(o->available);
-	nulls[6] = !o->has_counters;
-	values[6] = Int64GetDatum(o->version);
-	nulls[7] = !o->has_expires_at;
-	values[7] = TimestampTzGetDatum(o->expires_at);
-
-	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
-}
-
-static void
-SetCounters(Outcome *o, const InvView *view)
-{
-	o->has_counters = view->exists;
-	o->available = InvViewAvailable(view);
-	o->version = view->version;
-}
-
-/* Live counters of a SKU, from the cache. */
-static void
-ReadCounters(Outcome *o, const char *sku)
-{
-	InvKey		key;
-	InvView		view;
-
-	CacheMakeKey(&key, sku, strlen(sku));
-	if (CacheRead(&key, true, &view))
-		SetCounters(o, &view);
-}
-
-static void
-SetMovement(Outcome *o, const LedgerRow *m)
-{
-	o->sku = text_to_cstring(m->sku);
-	o->has_qty = true;
-	o->qty = m->kind == INV_KIND_ADJUST && m->has_counted ? m->counted : m->qty;
-	o->has_state = m->has_state;
-	o->state = m->state;
-	o->has_expires_at = m->has_expires_at;
-	o->expires_at = m->expires_at;
-}
-
-static void
-KeyReuseError(text *order_id, int32 batch_id, const LedgerRow *m)
-{
-	char	   *order = text_to_cstring(order_id);
-	char	   *sku = text_to_cstring(m->sku);
-
-	if (m->kind == INV_KIND_ADJUST)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNIQUE_VIOLATION),
-				 errmsg("key (order_id, batch_id)=(%s, %d) is already used by another movement",
-						order, batch_id),
-				 errdetail("The key belongs to a stocktake of sku \"%s\" to %lld units.",
-						   sku, (long long) m->counted),
-				 errhint("Give each movement its own (order_id, batch_id).")));
-	ereport(ERROR,
-			(errcode(ERRCODE_UNIQUE_VIOLATION),
-			 errmsg("key (order_id, batch_id)=(%s, %d) is already used by another movement",
-					order, batch_id),
-			 errdetail("The key belongs to a %s of %lld units of sku \"%s\".",
-					   m->kind == INV_KIND_RESERVE ? "reservation" : "restock",
-					   (long long) m->qty, sku),
-			 errhint("Give each movement its own (order_id, batch_id).")));
-}
-
-/* ---- reserve ---- */
-
-/*
- * Reports a movement found under the caller's key: a replay of the same
- * movement is a duplicate, anything else an error.
- */
-static void
-ReplayOutcome(text *order_id, int32 batch_id, const LedgerRow *m,
-			  InvKind kind, text *sku, int64 qty, Outcome *o)
-{
-	int64		other = (m->kind == INV_KIND_ADJUST) ? m->counted : m->qty;
-
-	if (m->kind != kind || !LedgerRowIsSku(m, sku) || other != qty)
-		KeyReuseError(order_id, batch_id, m);
-	SetMovement(o, m);
-	o->ok = true;
-	o->status = "duplicate";
-	ReadCounters(o, o->sku);
-}
-
-static bool
+bool
 FindKey(text *order_id, int32 batch_id, LedgerRow *m)
 {
 	return LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
 							  batch_id, m);
 }
 
-static void
+void
 LockKey(text *order_id, int32 batch_id)
 {
 	LedgerLockKey(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id), batch_id);
 }
 
-static void
-OutcomeInit(Outcome *o, text *sku, int64 qty)
-{
-	memset(o, 0, sizeof(Outcome));
-	o->sku = text_to_cstring(sku);
-	o->has_qty = true;
-	o->qty = qty;
-}
-
 /* A new movement of qty units of sku under the key; the caller adds the rest. */
-static void
+void
 NewMovement(LedgerNew *n, text *order_id, int32 batch_id, InvKind kind,
 			text *sku, int64 qty)
 {
@@ -363,25 +116,6 @@ NewMovement(LedgerNew *n, text *order_id, int32 batch_id, InvKind kind,
 	n->kind = kind;
 	n->sku = sku;
 	n->qty = qty;
-}
-
-/* The status of an admission that did not succeed. */
-static const char *
-RefusalStatus(InvAdmit admit)
-{
-	switch (admit)
-	{
-		case INV_ADMIT_UNKNOWN:
-			return "unknown_sku";
-		case INV_ADMIT_CONFLICT:
-			return "version_conflict";
-		case INV_ADMIT_INSUFFICIENT:
-			return "insufficient";
-		case INV_ADMIT_OK:
-			break;
-	}
-	elog(ERROR, "inventory: an admitted change has no refusal status");
-	pg_unreachable();
 }
 
 /*
@@ -398,9 +132,11 @@ AnsweredReplay(text *order_id, int32 batch_id, InvKind kind, text *sku,
 	LockKey(order_id, batch_id);
 	if (!FindKey(order_id, batch_id, &m))
 		return false;
-	ReplayOutcome(order_id, batch_id, &m, kind, sku, qty, o);
+	OutcomeReplay(order_id, batch_id, &m, kind, sku, qty, NULL, o);
 	return true;
 }
+
+/* ---- reserve ---- */
 
 PG_FUNCTION_INFO_V1(inventory_reserve);
 Datum
@@ -414,21 +150,25 @@ inventory_reserve(PG_FUNCTION_ARGS)
 	TimestampTz expires_at = ExpiresAt(fcinfo, 4, now);
 	bool		has_expected = !PG_ARGISNULL(5);
 	int64		expected = has_expected ? PG_GETARG_INT64(5) : 0;
+	/* reserve() of a 0.1 schema not updated yet has no buyer_id */
+	text	   *buyer_id = ArgBuyerId(fcinfo, 6);
+	InvSale		sale = {now, buyer_id != NULL};
 	int			mark = PendingMark();
 	Outcome		o;
 	InvKey		key;
 	InvView		view;
 	InvAdmit	admit;
-	LedgerRow m;
+	LedgerRow	m;
 
 	CheckWritable("inventory.reserve()");
 
 	OutcomeInit(&o, sku, qty);
 	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
 
-	/* is there enough?  decided in shared memory, before anything is read */
-	admit = PendingReserve(&key, qty, has_expected ? &expected : NULL, &view);
-	SetCounters(&o, &view);
+	/* is it on sale, is there enough?  decided in shared memory first */
+	admit = PendingReserve(&key, qty, has_expected ? &expected : NULL, &sale,
+						   &view);
+	OutcomeSetCounters(&o, &view);
 
 	/* then, whatever the answer, is the key a replay? */
 	LockKey(order_id, batch_id);
@@ -437,10 +177,25 @@ inventory_reserve(PG_FUNCTION_ARGS)
 		if (!FindKey(order_id, batch_id, &m))
 		{
 			LedgerNew	n;
+			int64		holding;
+
+			/* and is the buyer within the SKU's limit? (rules.c) */
+			if (view.rules.max_per_buyer > 0 &&
+				!RulesAdmitBuyer(sku, buyer_id, qty, view.rules.max_per_buyer,
+								 &holding))
+			{
+				PendingDropUnbound(&key);
+				PendingUnpinSince(&key, mark);
+				o.status = "limit_exceeded";
+				OutcomeReadCounters(&o, o.sku);
+				return OutcomeDatum(&o);
+			}
 
 			NewMovement(&n, order_id, batch_id, INV_KIND_RESERVE, sku, qty);
 			n.has_expires_at = true;
 			n.expires_at = expires_at;
+			n.buyer_id = buyer_id;
+			n.rules_checked = true;
 			LedgerInsert(&n);
 
 			o.ok = true;
@@ -449,79 +204,38 @@ inventory_reserve(PG_FUNCTION_ARGS)
 			o.state = INV_PENDING;
 			o.has_expires_at = true;
 			o.expires_at = expires_at;
-			return MakeResult(fcinfo, &o);
+			return OutcomeDatum(&o);
 		}
 		/* a replay: give back the hold just taken */
 		PendingDropUnbound(&key);
 		PendingUnpinSince(&key, mark);
-		ReplayOutcome(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty, &o);
-		return MakeResult(fcinfo, &o);
+		OutcomeReplay(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty,
+					  buyer_id, &o);
+		return OutcomeDatum(&o);
 	}
 
 	/* refused; but a replay of a reservation made earlier is a duplicate */
 	if (FindKey(order_id, batch_id, &m))
-		ReplayOutcome(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty, &o);
+		OutcomeReplay(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty,
+					  buyer_id, &o);
 	else
 		o.status = RefusalStatus(admit);
-	return MakeResult(fcinfo, &o);
+	return OutcomeDatum(&o);
 }
 
 /* ---- confirm, cancel, extend ---- */
 
-typedef enum ReservationOp
+/*
+ * Confirms, cancels or extends (to new_expires) the reservation under the
+ * key, as of now, and fills *o with the outcome.
+ */
+void
+SettleReservation(ReservationOp op, text *order_id, int32 batch_id,
+				  TimestampTz now, TimestampTz new_expires, Outcome *o)
 {
-	OP_CONFIRM,
-	OP_CANCEL,
-	OP_EXTEND
-} ReservationOp;
-
-/* The status of a call on a reservation that is already settled. */
-static void
-FinalOutcome(ReservationOp op, InvState state, Outcome *o)
-{
-	switch (state)
-	{
-		case INV_CONFIRMED:
-			o->ok = (op == OP_CONFIRM);
-			o->status = op == OP_CONFIRM ? "duplicate" : "confirmed";
-			break;
-		case INV_CANCELLED:
-			o->ok = (op == OP_CANCEL);
-			o->status = op == OP_CANCEL ? "duplicate" : "cancelled";
-			break;
-		case INV_EXPIRED:
-			/* cancel wanted the units back on sale, and they are */
-			o->ok = (op == OP_CANCEL);
-			o->status = "expired";
-			break;
-		case INV_PENDING:
-			elog(ERROR, "inventory: reservation is not settled");
-	}
-}
-
-static Datum
-ReservationCall(FunctionCallInfo fcinfo, ReservationOp op)
-{
-	text	   *order_id = ArgOrderId(fcinfo, 0);
-	int32		batch_id = ArgBatchId(fcinfo, 1);
-	TimestampTz now = GetCurrentStatementStartTimestamp();
-	TimestampTz new_expires = 0;
-	Outcome		o;
 	int			spi;
 
-	CheckWritable(op == OP_CONFIRM ? "inventory.confirm()" :
-				  op == OP_CANCEL ? "inventory.cancel()" : "inventory.extend()");
-
-	if (op == OP_EXTEND)
-	{
-		if (PG_ARGISNULL(2))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("ttl must not be null")));
-		new_expires = ExpiresAt(fcinfo, 2, now);
-	}
-
-	memset(&o, 0, sizeof(o));
+	memset(o, 0, sizeof(Outcome));
 	LockKey(order_id, batch_id);
 	for (int attempt = 0;; attempt++)
 	{
@@ -546,16 +260,16 @@ ReservationCall(FunctionCallInfo fcinfo, ReservationOp op)
 			bool		isnull;
 
 			strcpy(copy, sku);
-			o.ok = true;
-			o.status = "ok";
-			o.sku = copy;
-			o.has_qty = true;
-			o.qty = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
-			o.has_state = true;
-			o.state = op == OP_CONFIRM ? INV_CONFIRMED :
+			o->ok = true;
+			o->status = "ok";
+			o->sku = copy;
+			o->has_qty = true;
+			o->qty = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+			o->has_state = true;
+			o->state = op == OP_CONFIRM ? INV_CONFIRMED :
 				op == OP_CANCEL ? INV_CANCELLED : INV_PENDING;
-			o.has_expires_at = true;
-			o.expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
+			o->has_expires_at = true;
+			o->expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
 			InvSpiFinish(spi);
 			break;
 		}
@@ -564,16 +278,16 @@ ReservationCall(FunctionCallInfo fcinfo, ReservationOp op)
 		if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
 								batch_id, &m))
 		{
-			o.status = "not_found";
+			o->status = "not_found";
 			break;
 		}
 		if (m.kind != INV_KIND_RESERVE)
 			KeyReuseError(order_id, batch_id, &m);
-		SetMovement(&o, &m);
+		OutcomeSetMovement(o, &m);
 
 		if (m.state != INV_PENDING)
 		{
-			FinalOutcome(op, m.state, &o);
+			OutcomeSettled(op, m.state, o);
 			break;
 		}
 
@@ -587,8 +301,8 @@ ReservationCall(FunctionCallInfo fcinfo, ReservationOp op)
 			InvSpiFinish(spi);
 			if (expired == 1)
 			{
-				o.state = INV_EXPIRED;
-				FinalOutcome(op, INV_EXPIRED, &o);
+				o->state = INV_EXPIRED;
+				OutcomeSettled(op, INV_EXPIRED, o);
 				break;
 			}
 		}
@@ -602,9 +316,32 @@ ReservationCall(FunctionCallInfo fcinfo, ReservationOp op)
 					 errhint("Retry the call in a new transaction.")));
 	}
 
-	if (o.sku)
-		ReadCounters(&o, o.sku);
-	return MakeResult(fcinfo, &o);
+	if (o->sku)
+		OutcomeReadCounters(o, o->sku);
+}
+
+static Datum
+ReservationCall(FunctionCallInfo fcinfo, ReservationOp op)
+{
+	text	   *order_id = ArgOrderId(fcinfo, 0);
+	int32		batch_id = ArgBatchId(fcinfo, 1);
+	TimestampTz now = GetCurrentStatementStartTimestamp();
+	TimestampTz new_expires = 0;
+	Outcome		o;
+
+	CheckWritable(op == OP_CONFIRM ? "inventory.confirm()" :
+				  op == OP_CANCEL ? "inventory.cancel()" : "inventory.extend()");
+
+	if (op == OP_EXTEND)
+	{
+		if (PG_ARGISNULL(2))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("ttl must not be null")));
+		new_expires = ExpiresAt(fcinfo, 2, now);
+	}
+	SettleReservation(op, order_id, batch_id, now, new_expires, &o);
+	return OutcomeDatum(&o);
 }
 
 PG_FUNCTION_INFO_V1(inventory_confirm);
@@ -627,7 +364,6 @@ inventory_extend(PG_FUNCTION_ARGS)
 {
 	return ReservationCall(fcinfo, OP_EXTEND);
 }
-
 /* ---- restock and adjust ---- */
 
 PG_FUNCTION_INFO_V1(inventory_restock);
@@ -646,7 +382,7 @@ inventory_restock(PG_FUNCTION_ARGS)
 
 	CheckWritable("inventory.restock()");
 	if (AnsweredReplay(order_id, batch_id, INV_KIND_RESTOCK, sku, qty, &o))
-		return MakeResult(fcinfo, &o);
+		return OutcomeDatum(&o);
 
 	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
 	entry = PendingPin(&key);
@@ -670,7 +406,7 @@ inventory_restock(PG_FUNCTION_ARGS)
 	o.has_counters = true;
 	o.available = InvViewAvailable(&view);
 	o.version = view.version;
-	return MakeResult(fcinfo, &o);
+	return OutcomeDatum(&o);
 }
 
 PG_FUNCTION_INFO_V1(inventory_adjust);
@@ -696,7 +432,7 @@ inventory_adjust(PG_FUNCTION_ARGS)
 
 	CheckWritable("inventory.adjust()");
 	if (AnsweredReplay(order_id, batch_id, INV_KIND_ADJUST, sku, counted, &o))
-		return MakeResult(fcinfo, &o);
+		return OutcomeDatum(&o);
 
 	/* stocktakes of one SKU take turns, so each counts from the last */
 	spi = InvSpiConnect();
@@ -705,18 +441,18 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	if (found == 0)
 	{
 		o.status = "unknown_sku";
-		return MakeResult(fcinfo, &o);
+		return OutcomeDatum(&o);
 	}
 
 	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
 	admit = PendingStocktake(&key, counted, has_expected ? &expected : NULL,
 							 &delta, &view);
-	SetCounters(&o, &view);
+	OutcomeSetCounters(&o, &view);
 	if (admit != INV_ADMIT_OK)
 	{
 		PendingUnpinSince(&key, mark);
 		o.status = RefusalStatus(admit);
-		return MakeResult(fcinfo, &o);
+		return OutcomeDatum(&o);
 	}
 
 	NewMovement(&n, order_id, batch_id, INV_KIND_ADJUST, sku, delta);
@@ -726,7 +462,7 @@ inventory_adjust(PG_FUNCTION_ARGS)
 
 	o.ok = true;
 	o.status = "ok";
-	return MakeResult(fcinfo, &o);
+	return OutcomeDatum(&o);
 }
 
 /* ---- available and expire ---- */
@@ -743,24 +479,6 @@ inventory_available(PG_FUNCTION_ARGS)
 	if (!CacheRead(&key, true, &view))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(InvViewAvailable(&view));
-}
-
-/* max_rows of expire() and fold(): NULL, all, is -1 */
-static int64
-ArgMaxRows(FunctionCallInfo fcinfo, int n)
-{
-	int32		v;
-
-	if (PG_ARGISNULL(n))
-		return -1;
-	v = PG_GETARG_INT32(n);
-	if (v < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_rows must not be negative"),
-				 errdetail("max_rows is %d.", v),
-				 errhint("Pass NULL for no limit.")));
-	return v;
 }
 
 PG_FUNCTION_INFO_V1(inventory_expire);

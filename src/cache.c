@@ -12,7 +12,9 @@
  *
  * Admission -- is there enough? -- is decided here, under the entry's
  * spinlock, without reading or writing any table: a reservation takes a hold
- * when on_hand - reserved - holds >= qty.  At commit the transaction turns
+ * when on_hand - reserved - holds >= qty.  The entry keeps the SKU's
+ * committed rules too (rules.c), so a SKU outside its sale window, or one
+ * that needs a buyer, is refused here in the same way.  At commit the transaction turns
  * its holds into committed changes; at abort it returns them (pending.c).
  *
  * Locking contract
@@ -89,6 +91,7 @@ struct InvEntry
 	int64		holds;
 	int64		incoming;
 	int64		unfolded;		/* settled movements not folded yet (a hint) */
+	InvRules	rules;			/* committed */
 	uint64		gen;
 	TimestampTz last_used;
 	TimestampTz loaded_at;
@@ -176,6 +179,7 @@ FillView(InvEntry *entry, InvView *view)
 	view->unfolded = entry->unfolded;
 	view->pins = entry->pins;
 	view->gen = entry->gen;
+	view->rules = entry->rules;
 }
 
 static int
@@ -232,6 +236,7 @@ EntryLoad(const InvKey *key)
 	const InvCatalog *cat = InvGetCatalog();
 	InvEntry   *entry;
 	InvEffect	truth;
+	InvRules	rules;
 	int64		unfolded;
 	bool		found;
 	bool		exists;
@@ -274,6 +279,7 @@ EntryLoad(const InvKey *key)
 	entry->on_hand = entry->reserved = entry->version = 0;
 	entry->holds = entry->incoming = 0;
 	entry->unfolded = 0;
+	InvRulesNone(&entry->rules);
 	entry->gen = 0;
 	entry->last_used = entry->loaded_at = GetCurrentTimestamp();
 	memset(&entry->stats, 0, sizeof(InvCounters));
@@ -281,7 +287,7 @@ EntryLoad(const InvKey *key)
 
 	PG_TRY();
 	{
-		exists = LedgerReadTruth(key->sku, &truth, &unfolded);
+		exists = LedgerReadTruth(key->sku, &truth, &unfolded, &rules);
 	}
 	PG_CATCH();
 	{
@@ -299,6 +305,7 @@ EntryLoad(const InvKey *key)
 	entry->reserved = truth.reserved;
 	entry->version = truth.version;
 	entry->unfolded = unfolded;
+	entry->rules = rules;
 	entry->loading = false;
 	SpinLockRelease(&entry->mutex);
 
@@ -527,56 +534,80 @@ CachePin(const InvKey *key)
 }
 
 /*
- * Escrow admission: takes a hold of qty units when available allows it and,
- * with expected_version, when the committed version equals it and no other
- * transaction has a change to the SKU in flight.  *entryp is the entry if
- * the caller's transaction already pins it, else NULL; on success it is set
- * to the entry, which the caller's transaction now pins.  A refusal changes
- * nothing but the statistics.
+ * The answer to a reservation of qty units, from a copy of the entry.
+ * With sale, the SKU's rules are asked first; with expected_version, the
+ * committed version must equal it and no other transaction may have a
+ * change in flight (own_pins: the caller's own pin).
+ */
+static InvAdmit
+AdmitDecide(const InvView *v, int64 qty, const int64 *expected_version,
+			int32 own_pins, const InvSale *sale)
+{
+	if (!v->exists)
+		return INV_ADMIT_UNKNOWN;
+	if (sale != NULL)
+	{
+		if (!InvRulesOnSale(&v->rules, sale->now))
+			return INV_ADMIT_NOT_ON_SALE;
+		if (v->rules.max_per_buyer > 0 && !sale->has_buyer)
+			return INV_ADMIT_BUYER_REQUIRED;
+	}
+	if (expected_version != NULL &&
+		(v->version != *expected_version || v->pins > own_pins))
+		return INV_ADMIT_CONFLICT;
+	if (InvViewAvailable(v) < qty)
+		return INV_ADMIT_INSUFFICIENT;
+	return INV_ADMIT_OK;
+}
+
+/*
+ * Escrow admission: takes a hold of qty units when available allows it and
+ * the SKU's rules do (see AdmitDecide).  *entryp is the entry if the
+ * caller's transaction already pins it, else NULL; on success it is set to
+ * the entry, which the caller's transaction now pins.  A refusal changes
+ * nothing but the statistics.  With hold false nothing is taken: the
+ * answer is what admission would be now.
  */
 InvAdmit
 CacheAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
-		   const int64 *expected_version, InvView *view)
+		   const int64 *expected_version, const InvSale *sale, bool hold,
+		   InvView *view)
 {
 	InvEntry   *entry = *entryp;
 	bool		mine = (entry != NULL);
 	InvAdmit	result;
+	InvView		asked;
 
 	if (!mine)
 		entry = EntryGet(key);
 
 	SpinLockAcquire(&entry->mutex);
-	if (!entry->exists || (entry->dropping && !mine))
-		result = INV_ADMIT_UNKNOWN;
-	else if (expected_version != NULL &&
-			 (entry->version != *expected_version ||
-			  entry->pins > (mine ? 1 : 0)))
-	{
-		result = INV_ADMIT_CONFLICT;
+	FillView(entry, view);
+	/* a SKU being deleted by another transaction is gone for this one */
+	asked = *view;
+	asked.exists = entry->exists && (mine || !entry->dropping);
+	result = AdmitDecide(&asked, qty, expected_version, mine ? 1 : 0, sale);
+	if (result == INV_ADMIT_CONFLICT)
 		entry->stats.conflicts++;
-	}
-	else if (entry->on_hand - entry->reserved - entry->holds < qty)
-	{
-		result = INV_ADMIT_INSUFFICIENT;
+	else if (result == INV_ADMIT_INSUFFICIENT)
 		entry->stats.rejects++;
-	}
-	else
+	else if (result == INV_ADMIT_OK && hold)
 	{
-		result = INV_ADMIT_OK;
 		entry->holds += qty;
+		view->holds += qty;
 		if (!mine)
 		{
 			entry->pins++;
 			entry->gen++;
+			view->pins++;
 		}
 	}
 	entry->last_used = GetCurrentStatementStartTimestamp();
-	FillView(entry, view);
 	SpinLockRelease(&entry->mutex);
 
 	if (!mine)
 		LWLockRelease(inv->lock);
-	if (result == INV_ADMIT_OK)
+	if (result == INV_ADMIT_OK && hold)
 		*entryp = entry;
 	return result;
 }
@@ -712,6 +743,8 @@ CacheEndTxn(InvEntry *entry, const InvTxnEnd *s)
 		entry->exists = false;
 	if (s->was_dropping)
 		entry->dropping = false;
+	if (s->has_rules)
+		entry->rules = s->rules;
 	InvCountersAdd(&entry->stats, &s->counts);
 	entry->unfolded += s->unfolded;
 	entry->pins--;
@@ -739,7 +772,7 @@ ReadFromTables(const InvKey *key, InvView *view)
 	InvEffect	truth;
 	bool		exists;
 
-	exists = LedgerReadTruth(key->sku, &truth, &view->unfolded);
+	exists = LedgerReadTruth(key->sku, &truth, &view->unfolded, &view->rules);
 	view->exists = exists;
 	view->on_hand = truth.on_hand;
 	view->reserved = truth.reserved;

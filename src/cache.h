@@ -12,6 +12,7 @@
 
 #include "counters.h"
 #include "inventory.h"
+#include "rules.h"
 
 /* Entries of every database share one table. */
 typedef struct InvKey
@@ -36,6 +37,7 @@ typedef struct InvView
 	int64		unfolded;		/* settled movements not folded yet */
 	int32		pins;			/* transactions with changes in flight */
 	uint64		gen;			/* bumped at every pin and unpin */
+	InvRules	rules;			/* committed */
 } InvView;
 
 #define InvViewAvailable(v) ((v)->on_hand - (v)->reserved - (v)->holds)
@@ -45,8 +47,20 @@ typedef enum InvAdmit
 	INV_ADMIT_OK,
 	INV_ADMIT_INSUFFICIENT,
 	INV_ADMIT_CONFLICT,
-	INV_ADMIT_UNKNOWN
+	INV_ADMIT_UNKNOWN,
+	INV_ADMIT_NOT_ON_SALE,
+	INV_ADMIT_BUYER_REQUIRED
 } InvAdmit;
+
+/*
+ * A sale asks the SKU's rules too: is it on sale at now, and does it need
+ * a buyer?  The per-buyer limit itself is counted in the tables (rules.c).
+ */
+typedef struct InvSale
+{
+	TimestampTz now;
+	bool		has_buyer;
+} InvSale;
 
 /* What a transaction hands back to an entry when it ends. */
 typedef struct InvTxnEnd
@@ -57,6 +71,8 @@ typedef struct InvTxnEnd
 	int			exists;			/* +1 created, -1 deleted, 0 unchanged */
 	int64		unfolded;		/* settled movements added, not folded */
 	bool		was_dropping;	/* this transaction set the dropping flag */
+	bool		has_rules;		/* it set the rules: */
+	InvRules	rules;
 	InvCounters counts;
 } InvTxnEnd;
 
@@ -66,7 +82,8 @@ extern void CacheMakeKey(InvKey *key, const char *sku, int len);
 
 extern InvEntry *CachePin(const InvKey *key);
 extern InvAdmit CacheAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
-						   const int64 *expected_version, InvView *view);
+						   const int64 *expected_version, const InvSale *sale,
+						   bool hold, InvView *view);
 extern InvAdmit CacheStocktake(InvEntry *entry, int64 counted,
 							   int64 own_on_hand,
 							   const int64 *expected_version, int64 *delta,

@@ -33,6 +33,7 @@ InvalidateCatalog(Datum arg, Oid relid)
 		relid == catalog.ledger_key_index ||
 		relid == catalog.ledger_sku_index ||
 		relid == catalog.sku_key_index ||
+		relid == catalog.ledger_buyer_index ||
 		relid == catalog.result_rel)
 	{
 		catalog_valid = false;
@@ -91,6 +92,7 @@ InvGetCatalog(void)
 	catalog.ledger_key_index = RequiredRelation("ledger_pkey");
 	catalog.ledger_sku_index = RequiredRelation("ledger_sku_idx");
 	catalog.sku_key_index = RequiredRelation("sku_pkey");
+	catalog.ledger_buyer_index = get_relname_relid("ledger_buyer_idx", catalog.schema);
 	catalog.result_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 										  CStringGetDatum("result"),
 										  ObjectIdGetDatum(catalog.schema));
@@ -112,6 +114,12 @@ InvGetCatalog(void)
 	catalog.s_sku = RequiredColumn(catalog.sku_rel, "sku");
 	catalog.s_on_hand = RequiredColumn(catalog.sku_rel, "on_hand");
 	catalog.s_version = RequiredColumn(catalog.sku_rel, "version");
+
+	/* added in 0.2: a 0.1 schema works without them until it is updated */
+	catalog.l_buyer_id = get_attnum(catalog.ledger_rel, "buyer_id");
+	catalog.s_max_per_buyer = get_attnum(catalog.sku_rel, "max_per_buyer");
+	catalog.s_sale_starts = get_attnum(catalog.sku_rel, "sale_starts");
+	catalog.s_sale_ends = get_attnum(catalog.sku_rel, "sale_ends");
 
 	catalog_valid = true;
 	return &catalog;

@@ -18,6 +18,7 @@ typedef struct InvCatalog
 	Oid			ledger_key_index;	/* UNIQUE (order_id, batch_id) */
 	Oid			ledger_sku_index;	/* (sku, folded) */
 	Oid			sku_key_index;	/* inventory.sku's primary key */
+	Oid			ledger_buyer_index; /* (buyer_id, sku); InvalidOid in 0.1 */
 	Oid			result_type;	/* inventory.result */
 	Oid			result_rel;		/* its pg_class entry */
 
@@ -33,11 +34,16 @@ typedef struct InvCatalog
 	AttrNumber	l_expires_at;
 	AttrNumber	l_settled_at;
 	AttrNumber	l_folded;
+	AttrNumber	l_buyer_id;		/* InvalidAttrNumber in 0.1 */
 
 	/* column numbers of inventory.sku */
 	AttrNumber	s_sku;
 	AttrNumber	s_on_hand;
 	AttrNumber	s_version;
+	/* the rules; InvalidAttrNumber in a 0.1 schema not updated yet */
+	AttrNumber	s_max_per_buyer;
+	AttrNumber	s_sale_starts;
+	AttrNumber	s_sale_ends;
 
 	uint64		epoch;			/* grows whenever the above may have changed */
 } InvCatalog;

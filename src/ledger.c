@@ -117,6 +117,12 @@ LedgerCheckOrderId(const char *order_id, int len)
 	CheckKey("order_id", order_id, len, INV_ORDER_ID_MAXLEN);
 }
 
+void
+LedgerCheckBuyerId(const char *buyer_id, int len)
+{
+	CheckKey("buyer_id", buyer_id, len, INV_ORDER_ID_MAXLEN);
+}
+
 /*
  * An index scan of one of the extension's tables with a snapshot of the
  * caller's.  Open it, set its keys against ks->index, start it, read
@@ -203,6 +209,13 @@ LedgerDecode(HeapTuple tup, TupleDesc desc, LedgerRow *row)
 #undef COLUMN
 	d = heap_getattr(tup, cat->l_folded, desc, &isnull);
 	row->folded = !isnull && DatumGetBool(d);
+	row->buyer_id = NULL;
+	if (cat->l_buyer_id != InvalidAttrNumber)
+	{
+		d = heap_getattr(tup, cat->l_buyer_id, desc, &isnull);
+		if (!isnull)
+			row->buyer_id = DatumGetTextPP(d);
+	}
 }
 
 /* What a row adds to its SKU's counters now: nothing once folded. */
@@ -287,6 +300,20 @@ LedgerLockKey(const char *order_id, int len, int32 batch_id)
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
+/* the movement LedgerInsert() is writing had the SKU's rules applied */
+static bool insert_rules_checked = false;
+
+/*
+ * Is the row that the trigger sees being written by LedgerInsert() for a
+ * caller that applied the SKU's rules already (and answered with a status
+ * rather than an error)?
+ */
+bool
+LedgerInsertRulesChecked(void)
+{
+	return insert_rules_checked;
+}
+
 /*
  * Writes a new movement, as an INSERT would -- the trigger, the constraints
  * and the indexes all see it -- but without planning and starting a query
@@ -331,13 +358,31 @@ LedgerInsert(const LedgerNew *m)
 	if (m->has_expires_at)
 		SET(cat->l_expires_at, TimestampTzGetDatum(m->expires_at));
 	SET(cat->l_folded, BoolGetDatum(false));
+	if (m->buyer_id)
+	{
+		if (cat->l_buyer_id == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"buyer_id\" of relation \"inventory.ledger\" does not exist"),
+					 errhint("Bring the extension's objects in line with the installed library with ALTER EXTENSION inventory UPDATE; dropping the extension would drop its data.")));
+		SET(cat->l_buyer_id, PointerGetDatum(m->buyer_id));
+	}
 #undef SET
 	ExecStoreVirtualTuple(slot);
 
 	ExecOpenIndices(rri, false);
 	AfterTriggerBeginQuery();
-	ExecSimpleRelationInsert(rri, estate, slot);
-	AfterTriggerEndQuery(estate);
+	insert_rules_checked = m->rules_checked;
+	PG_TRY();
+	{
+		ExecSimpleRelationInsert(rri, estate, slot);
+		AfterTriggerEndQuery(estate);
+	}
+	PG_FINALLY();
+	{
+		insert_rules_checked = false;
+	}
+	PG_END_TRY();
 	ExecCloseIndices(rri);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	FreeExecutorState(estate);
@@ -365,7 +410,8 @@ LedgerInsert(const LedgerNew *m)
  * next load of the SKU skips them even before VACUUM.
  */
 bool
-LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
+LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded,
+				InvRules *rules)
 {
 	const InvCatalog *cat = InvGetCatalog();
 	text	   *sku_text = cstring_to_text(sku);
@@ -378,6 +424,8 @@ LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 	memset(truth, 0, sizeof(*truth));
 	if (unfolded)
 		*unfolded = 0;
+	if (rules)
+		InvRulesNone(rules);
 
 	/* the base row */
 	KeyScanOpen(&ks, cat->sku_rel, cat->sku_key_index);
@@ -388,6 +436,15 @@ LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 	{
 		truth->on_hand = DatumGetInt64(slot_getattr(ks.slot, cat->s_on_hand, &isnull));
 		truth->version = DatumGetInt64(slot_getattr(ks.slot, cat->s_version, &isnull));
+		if (rules)
+		{
+			bool		should_free;
+			HeapTuple	tup = ExecFetchSlotHeapTuple(ks.slot, false, &should_free);
+
+			RulesDecode(tup, RelationGetDescr(ks.heap), rules);
+			if (should_free)
+				heap_freetuple(tup);
+		}
 	}
 	KeyScanEnd(&ks);
 
@@ -426,6 +483,89 @@ LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded)
 	UnregisterSnapshot(snapshot);
 	pfree(sku_text);
 	return found;
+}
+
+/*
+ * The units of sku that buyer_id holds: the qty of their PENDING and
+ * CONFIRMED reservations, folded or not, read through ledger_buyer_idx with
+ * a fresh snapshot (what is committed now, and what this transaction
+ * wrote).  The caller holds the buyer's lock (rules.c).
+ */
+int64
+LedgerBuyerHolding(text *sku, text *buyer_id)
+{
+	const InvCatalog *cat = InvGetCatalog();
+	Snapshot	snapshot;
+	ScanKeyData keys[2];
+	KeyScan		ks;
+	int64		holding = 0;
+
+	if (!OidIsValid(cat->ledger_buyer_index))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("index \"inventory.ledger_buyer_idx\" does not exist"),
+				 errhint("Bring the extension's objects in line with the installed library with ALTER EXTENSION inventory UPDATE; dropping the extension would drop its data.")));
+
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	KeyScanOpen(&ks, cat->ledger_rel, cat->ledger_buyer_index);
+	KeyScanTextKey(&ks, &keys[0], buyer_id);
+	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
+						   ks.index->rd_indcollation[1], F_TEXTEQ,
+						   PointerGetDatum(sku));
+	KeyScanStart(&ks, snapshot, keys, 2);
+	while (KeyScanNext(&ks))
+	{
+		LedgerRow	m;
+		bool		should_free;
+		HeapTuple	tup = ExecFetchSlotHeapTuple(ks.slot, false, &should_free);
+
+		LedgerDecode(tup, RelationGetDescr(ks.heap), &m);
+		if (m.kind == INV_KIND_RESERVE && m.has_state &&
+			(m.state == INV_PENDING || m.state == INV_CONFIRMED) &&
+			pg_add_s64_overflow(holding, m.qty, &holding))
+			holding = PG_INT64_MAX;
+		if (should_free)
+			heap_freetuple(tup);
+	}
+	KeyScanEnd(&ks);
+	UnregisterSnapshot(snapshot);
+	return holding;
+}
+
+/*
+ * The batch_ids of an order's movements, in ascending order, read from the
+ * key's index with a fresh snapshot.  Returns how many; *batch_ids is
+ * palloc'd.
+ */
+int
+LedgerOrderBatches(text *order_id, int32 **batch_ids)
+{
+	const InvCatalog *cat = InvGetCatalog();
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ScanKeyData key;
+	KeyScan		ks;
+	int			n = 0;
+	int			cap = 8;
+
+	*batch_ids = palloc(cap * sizeof(int32));
+	KeyScanOpen(&ks, cat->ledger_rel, cat->ledger_key_index);
+	KeyScanTextKey(&ks, &key, order_id);
+	KeyScanStart(&ks, snapshot, &key, 1);
+	while (KeyScanNext(&ks))
+	{
+		bool		isnull;
+		Datum		d = slot_getattr(ks.slot, cat->l_batch_id, &isnull);
+
+		if (n == cap)
+		{
+			cap *= 2;
+			*batch_ids = repalloc(*batch_ids, cap * sizeof(int32));
+		}
+		(*batch_ids)[n++] = DatumGetInt32(d);
+	}
+	KeyScanEnd(&ks);
+	UnregisterSnapshot(snapshot);
+	return n;
 }
 
 /* SQL access to LedgerEffect(), for inventory.stock. */

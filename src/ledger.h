@@ -14,6 +14,7 @@
 
 #include "counters.h"
 #include "inventory.h"
+#include "rules.h"
 #include "state.h"
 
 typedef enum InvKind
@@ -48,6 +49,7 @@ typedef struct LedgerRow
 	bool		has_settled_at;
 	TimestampTz settled_at;
 	bool		folded;
+	text	   *buyer_id;		/* NULL: none */
 } LedgerRow;
 
 extern InvKind LedgerParseKind(const char *str, int len);
@@ -61,6 +63,7 @@ extern bool LedgerRowIsSku(const LedgerRow *row, text *sku);
 
 extern void LedgerCheckSku(const char *sku, int len);
 extern void LedgerCheckOrderId(const char *order_id, int len);
+extern void LedgerCheckBuyerId(const char *buyer_id, int len);
 
 /* A movement to write. */
 typedef struct LedgerNew
@@ -74,12 +77,18 @@ typedef struct LedgerNew
 	int64		counted;
 	bool		has_expires_at;
 	TimestampTz expires_at;
+	text	   *buyer_id;		/* NULL: none */
+	bool		rules_checked;	/* the caller applied the SKU's rules */
 } LedgerNew;
 
 extern void LedgerLockKey(const char *order_id, int len, int32 batch_id);
 extern bool LedgerFindMovement(const char *order_id, int len, int32 batch_id,
 							   LedgerRow *movement);
 extern void LedgerInsert(const LedgerNew *movement);
-extern bool LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded);
+extern bool LedgerInsertRulesChecked(void);
+extern bool LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded,
+							InvRules *rules);
+extern int64 LedgerBuyerHolding(text *sku, text *buyer_id);
+extern int	LedgerOrderBatches(text *order_id, int32 **batch_ids);
 
 #endif							/* INVENTORY_LEDGER_H */

@@ -50,6 +50,8 @@ typedef struct Change
 	int64		incoming;		/* registered in shared memory */
 	int			exists;
 	int64		unfolded;
+	bool		has_rules;		/* applied at commit, the latest winning */
+	InvRules	rules;
 	InvCounters counts;
 } Change;
 
@@ -149,7 +151,7 @@ ChangeIsEmpty(const Change *c)
 {
 	return c->delta.on_hand == 0 && c->delta.reserved == 0 &&
 		c->delta.version == 0 && c->hold == 0 && c->incoming == 0 &&
-		c->exists == 0 && c->unfolded == 0;
+		c->exists == 0 && c->unfolded == 0 && !c->has_rules;
 }
 
 /*
@@ -231,7 +233,7 @@ PendingPin(const InvKey *key)
  */
 InvAdmit
 PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
-			   InvView *view)
+			   const InvSale *sale, InvView *view)
 {
 	Touched    *t;
 	InvEntry   *entry = NULL;
@@ -248,7 +250,7 @@ PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
 	if (t != NULL)
 		entry = t->entry;
 
-	result = CacheAdmit(key, &entry, qty, expected_version, view);
+	result = CacheAdmit(key, &entry, qty, expected_version, sale, true, view);
 	if (result != INV_ADMIT_OK)
 	{
 		if (t != NULL && result == INV_ADMIT_UNKNOWN && PendingSkuExists(key))
@@ -262,6 +264,24 @@ PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
 	c = CurrentChange(t);
 	c->hold += qty;
 	c->prepaid += qty;
+	return result;
+}
+
+/* What PendingReserve() would answer now, without taking anything. */
+InvAdmit
+PendingAsk(const InvKey *key, int64 qty, const InvSale *sale, InvView *view)
+{
+	Touched    *t;
+	InvEntry   *entry = NULL;
+	InvAdmit	result;
+
+	EnsureState();
+	t = TouchedFind(key);
+	if (t != NULL)
+		entry = t->entry;
+	result = CacheAdmit(key, &entry, qty, NULL, sale, false, view);
+	if (t != NULL && result == INV_ADMIT_UNKNOWN && PendingSkuExists(key))
+		result = INV_ADMIT_INSUFFICIENT;
 	return result;
 }
 
@@ -338,6 +358,34 @@ PendingUnpinSince(const InvKey *key, int mark)
 	TouchedUnpinLast();
 }
 
+/* Where a call starts in the change records; see PendingGiveBack(). */
+int
+PendingChangesMark(void)
+{
+	return nchanges;
+}
+
+/*
+ * A call that took prepaid holds on several SKUs (a cart) and then wrote
+ * nothing gives them all back: the holds, the records it made and the pins
+ * it took, so that the transaction is left as the call found it.
+ */
+void
+PendingGiveBack(const InvKey *keys, int nkeys, int mark, int changes_mark)
+{
+	for (int i = 0; i < nkeys; i++)
+		PendingDropUnbound(&keys[i]);
+	while (nchanges > changes_mark && ChangeIsEmpty(&changes[nchanges - 1]))
+	{
+		Change	   *c = &changes[nchanges - 1];
+
+		c->sku->last = c->prev;
+		nchanges--;
+	}
+	while (ntouched > mark && touched[ntouched - 1]->last < 0)
+		TouchedUnpinLast();
+}
+
 static void
 RaiseInsufficient(const InvKey *key, int64 need, const InvView *view)
 {
@@ -381,7 +429,7 @@ PendingRowChange(const InvKey *key, const InvRowChange *rc)
 			InvEntry   *entry = t->entry;
 			InvView		view;
 
-			if (CacheAdmit(key, &entry, need, NULL, &view) != INV_ADMIT_OK)
+			if (CacheAdmit(key, &entry, need, NULL, NULL, true, &view) != INV_ADMIT_OK)
 				RaiseInsufficient(key, need, &view);
 			c->hold += need;
 		}
@@ -395,6 +443,11 @@ PendingRowChange(const InvKey *key, const InvRowChange *rc)
 	InvEffectAdd(&c->delta, &rc->delta);
 	c->exists += rc->exists;
 	c->unfolded += rc->unfolded;
+	if (rc->has_rules)
+	{
+		c->has_rules = true;
+		c->rules = rc->rules;
+	}
 	InvCountersAdd(&c->counts, &rc->counts);
 }
 
@@ -538,6 +591,11 @@ MergeSubtransaction(SubTransactionId subid, SubTransactionId parent)
 			p->incoming += c->incoming;
 			p->exists += c->exists;
 			p->unfolded += c->unfolded;
+			if (c->has_rules)
+			{
+				p->has_rules = true;
+				p->rules = c->rules;
+			}
 			InvCountersAdd(&p->counts, &c->counts);
 			c->sku->last = c->prev;
 		}
@@ -573,6 +631,12 @@ EndTransaction(bool commit)
 			InvEffectAdd(&s->delta, &c->delta);
 			s->exists += c->exists;
 			s->unfolded += c->unfolded;
+			/* records are in the order they were made: the last one wins */
+			if (c->has_rules)
+			{
+				s->has_rules = true;
+				s->rules = c->rules;
+			}
 			InvCountersAdd(&s->counts, &c->counts);
 		}
 	}

@@ -15,19 +15,27 @@ extern void PendingRegisterCallbacks(void);
 
 extern InvEntry *PendingPin(const InvKey *key);
 extern InvAdmit PendingReserve(const InvKey *key, int64 qty,
-							   const int64 *expected_version, InvView *view);
+							   const int64 *expected_version,
+							   const InvSale *sale, InvView *view);
+extern InvAdmit PendingAsk(const InvKey *key, int64 qty, const InvSale *sale,
+						   InvView *view);
 extern InvAdmit PendingStocktake(const InvKey *key, int64 counted,
 								 const int64 *expected_version, int64 *delta,
 								 InvView *view);
 extern void PendingDropUnbound(const InvKey *key);
 extern int	PendingMark(void);
 extern void PendingUnpinSince(const InvKey *key, int mark);
+extern int	PendingChangesMark(void);
+extern void PendingGiveBack(const InvKey *keys, int nkeys, int mark,
+							int changes_mark);
 /* What one row change does to its SKU, as the trigger registers it. */
 typedef struct InvRowChange
 {
 	InvEffect	delta;			/* change of the counters */
 	int			exists;			/* +1 the SKU's row created, -1 deleted */
 	int64		unfolded;		/* settled movements added, not folded */
+	bool		has_rules;		/* the SKU's rules are set to: */
+	InvRules	rules;
 	InvCounters counts;			/* for the statistics */
 } InvRowChange;
 

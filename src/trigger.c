@@ -33,6 +33,7 @@
 #include "ledger.h"
 #include "pool.h"
 #include "restore.h"
+#include "rules.h"
 #include "stmt.h"
 #include "state.h"
 #include "pending.h"
@@ -100,6 +101,15 @@ CheckMovement(const LedgerRow *row)
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("only a stocktake (adjust) has a counted value")));
+	if (row->buyer_id != NULL)
+	{
+		if (row->kind != INV_KIND_RESERVE)
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("a %s has no buyer_id", LedgerKindName(row->kind)),
+					 errdetail("Only reservations are made for a buyer.")));
+		LedgerCheckBuyerId(VARDATA_ANY(row->buyer_id), VARSIZE_ANY_EXHDR(row->buyer_id));
+	}
 }
 
 /*
@@ -222,6 +232,20 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 					 old.kind == INV_KIND_RESERVE && old.state == INV_PENDING ?
 					 errhint("Cancel the reservation with inventory.cancel() instead.") :
 					 errhint("Settled movements can be deleted once the worker has folded them into inventory.sku.")));
+		if (old.buyer_id != NULL && old.state == INV_CONFIRMED)
+		{
+			InvView		view;
+
+			SkuKey(old.sku, &key);
+			if (CacheRead(&key, true, &view) && view.rules.max_per_buyer > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_RESTRICT_VIOLATION),
+						 errmsg("cannot delete a confirmed reservation of buyer \"%s\"",
+								text_to_cstring(old.buyer_id)),
+						 errdetail("It counts towards the buyer's limit of %lld units of sku \"%s\".",
+								   (long long) view.rules.max_per_buyer, key.sku),
+						 errhint("Delete it once the SKU has no limit (inventory.set_rules()).")));
+		}
 		return td->tg_trigtuple;
 	}
 
@@ -271,6 +295,8 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 		Immutable(old.qty != new.qty || !new.has_qty, "qty");
 		Immutable(old.has_counted != new.has_counted || old.counted != new.counted, "counted");
 		Immutable(old.has_created_at != new.has_created_at || old.created_at != new.created_at, "created_at");
+		Immutable((old.buyer_id == NULL) != (new.buyer_id == NULL) ||
+				  (old.buyer_id != NULL && !TextEqual(old.buyer_id, new.buyer_id)), "buyer_id");
 
 		if (new.folded)
 		{
@@ -391,6 +417,14 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 		}
 		/* a restock or a stocktake is settled when made */
 		rc.unfolded = LedgerRowIsSettled(&new) ? 1 : 0;
+		if (new.kind == INV_KIND_RESERVE && !LedgerInsertRulesChecked())
+		{
+			InvView		view;
+
+			CacheView(PendingPin(&key), &view);
+			RulesCheckNewReservation(new.sku, new.buyer_id, &view.rules,
+									 GetCurrentStatementStartTimestamp());
+		}
 	}
 	else
 	{
@@ -445,7 +479,7 @@ SkuHasMovements(const char *sku)
 
 static void
 GetSkuRow(const InvCatalog *cat, HeapTuple tup, TupleDesc desc,
-		  text **sku, int64 *on_hand, int64 *version)
+		  text **sku, int64 *on_hand, int64 *version, InvRules *rules)
 {
 	bool		isnull;
 	Datum		d;
@@ -463,6 +497,7 @@ GetSkuRow(const InvCatalog *cat, HeapTuple tup, TupleDesc desc,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("version must not be null")));
 	*version = DatumGetInt64(d);
+	RulesDecode(tup, desc, rules);
 }
 
 static HeapTuple
@@ -473,9 +508,10 @@ SkuBefore(TriggerData *td, const InvCatalog *cat)
 	text	   *sku;
 	int64		on_hand;
 	int64		version;
+	InvRules	rules;
 	InvKey		key;
 
-	GetSkuRow(cat, td->tg_trigtuple, desc, &sku, &on_hand, &version);
+	GetSkuRow(cat, td->tg_trigtuple, desc, &sku, &on_hand, &version, &rules);
 	SkuKey(sku, &key);
 
 	if (TRIGGER_FIRED_BY_INSERT(ev))
@@ -525,8 +561,10 @@ SkuBefore(TriggerData *td, const InvCatalog *cat)
 		text	   *new_sku;
 		int64		new_on_hand;
 		int64		new_version;
+		InvRules	new_rules;
 
-		GetSkuRow(cat, td->tg_newtuple, desc, &new_sku, &new_on_hand, &new_version);
+		GetSkuRow(cat, td->tg_newtuple, desc, &new_sku, &new_on_hand, &new_version,
+				  &new_rules);
 		if (!TextEqual(sku, new_sku))
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
@@ -538,6 +576,9 @@ SkuBefore(TriggerData *td, const InvCatalog *cat)
 					 errmsg("on_hand and version of inventory.sku change only through the ledger"),
 					 errdetail("They are the base into which the worker folds settled movements."),
 					 errhint("Use inventory.adjust() for a stocktake or inventory.restock() to add units.")));
+		/* new rules reach the cache when the transaction commits */
+		if (!InvRulesEqual(&rules, &new_rules))
+			PendingPin(&key);
 		return td->tg_newtuple;
 	}
 }
@@ -550,25 +591,36 @@ SkuAfter(TriggerData *td, const InvCatalog *cat)
 	text	   *sku;
 	int64		on_hand;
 	int64		version;
+	InvRules	rules;
 	InvRowChange rc;
 	InvKey		key;
 
-	/* only the fold changes the base of a SKU, and that changes no counter */
-	if (TRIGGER_FIRED_BY_UPDATE(ev))
-		return;
 	/* the cache learns of restored rows once the restore commits */
 	if (TRIGGER_FIRED_BY_INSERT(ev) && RestoreInProgress(cat->sku_rel))
 		return;
 
-	GetSkuRow(cat, td->tg_trigtuple, desc, &sku, &on_hand, &version);
+	GetSkuRow(cat, td->tg_trigtuple, desc, &sku, &on_hand, &version, &rules);
 	SkuKey(sku, &key);
 
 	memset(&rc, 0, sizeof(rc));
-	if (TRIGGER_FIRED_BY_INSERT(ev))
+	if (TRIGGER_FIRED_BY_UPDATE(ev))
+	{
+		InvRules	new_rules;
+
+		/* the fold changes the base, which changes no counter; rules change */
+		GetSkuRow(cat, td->tg_newtuple, desc, &sku, &on_hand, &version, &new_rules);
+		if (InvRulesEqual(&rules, &new_rules))
+			return;
+		rc.has_rules = true;
+		rc.rules = new_rules;
+	}
+	else if (TRIGGER_FIRED_BY_INSERT(ev))
 	{
 		rc.delta.on_hand = on_hand;
 		rc.delta.version = version;
 		rc.exists = 1;
+		rc.has_rules = true;
+		rc.rules = rules;
 	}
 	else
 	{

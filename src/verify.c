@@ -159,7 +159,7 @@ inventory_verify(PG_FUNCTION_ARGS)
 			CacheMakeKey(&key, entries[i].sku, strlen(entries[i].sku));
 			if (!CacheRead(&key, false, &before))
 				continue;
-			exists = LedgerReadTruth(entries[i].sku, &t, NULL);
+			exists = LedgerReadTruth(entries[i].sku, &t, NULL, NULL);
 			if (!Compare(rsinfo->setResult, rsinfo->setDesc, entries[i].sku,
 						 &before, exists, &t))
 				entries[still++] = entries[i];

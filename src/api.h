@@ -1,0 +1,22 @@
+/*
+ * api.h
+ *	  The pieces of the SQL API that the calls on whole orders (cart.c)
+ *	  share with the calls on one movement (api.c).
+ */
+#ifndef INVENTORY_API_H
+#define INVENTORY_API_H
+
+#include "postgres.h"
+
+#include "ledger.h"
+#include "outcome.h"
+
+extern bool FindKey(text *order_id, int32 batch_id, LedgerRow *m);
+extern void LockKey(text *order_id, int32 batch_id);
+extern void NewMovement(LedgerNew *n, text *order_id, int32 batch_id,
+						InvKind kind, text *sku, int64 qty);
+extern void SettleReservation(ReservationOp op, text *order_id, int32 batch_id,
+							  TimestampTz now, TimestampTz new_expires,
+							  Outcome *o);
+
+#endif							/* INVENTORY_API_H */

@@ -1,0 +1,29 @@
+/*
+ * args.h
+ *	  Arguments of the SQL API: checked once, with the same errors
+ *	  everywhere.
+ */
+#ifndef INVENTORY_ARGS_H
+#define INVENTORY_ARGS_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "fmgr.h"
+
+extern void CheckWritable(const char *call);
+extern text *ArgText(FunctionCallInfo fcinfo, int n, const char *name);
+extern text *ArgSku(FunctionCallInfo fcinfo, int n);
+extern text *ArgOrderId(FunctionCallInfo fcinfo, int n);
+extern text *ArgBuyerId(FunctionCallInfo fcinfo, int n);
+extern int32 ArgBatchId(FunctionCallInfo fcinfo, int n);
+extern int64 ArgQuantity(FunctionCallInfo fcinfo, int n, const char *name,
+						 bool allow_zero);
+extern TimestampTz ExpiresAt(FunctionCallInfo fcinfo, int n, TimestampTz now);
+extern int64 ArgMaxRows(FunctionCallInfo fcinfo, int n);
+extern int	ArgTextArray(FunctionCallInfo fcinfo, int n, const char *name,
+						 text ***items);
+extern int	ArgQuantityArray(FunctionCallInfo fcinfo, int n, const char *name,
+							 int64 **items);
+
+#endif							/* INVENTORY_ARGS_H */

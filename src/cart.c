@@ -1,0 +1,318 @@
+/*
+ * cart.c
+ *	  Calls on whole orders: reserve_cart(), confirm_order(), cancel_order().
+ *
+ * A cart is reserved whole or not at all, in one call.  Its lines' demand
+ * is summed per SKU before anything is asked, so two lines of one SKU, and
+ * a buyer's limit, are checked on the sum.  The SKUs are taken in one fixed
+ * order (their bytes, as COLLATE "C" sorts them): holds in shared memory
+ * never wait, and the only locks that can -- a buyer's, one per SKU --
+ * are taken in that order, so two carts that share SKUs never deadlock.
+ * Line i of a cart is the movement (order_id, i).
+ *
+ * When any SKU cannot serve its demand, the cart is refused: the holds
+ * taken are given back and nothing is written; the lines of that SKU carry
+ * its own status, the others cart_refused.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/int.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "api.h"
+#include "args.h"
+#include "cache.h"
+#include "ledger.h"
+#include "outcome.h"
+#include "pending.h"
+#include "rules.h"
+
+/* The demand of a cart for one SKU. */
+typedef struct CartSku
+{
+	text	   *sku;
+	InvKey		key;
+	int64		demand;
+	bool		held;			/* a hold of demand units was taken */
+	const char *status;			/* NULL: can be served */
+	InvView		view;
+} CartSku;
+
+static int
+CompareText(text *a, text *b)
+{
+	int			la = VARSIZE_ANY_EXHDR(a);
+	int			lb = VARSIZE_ANY_EXHDR(b);
+	int			c = memcmp(VARDATA_ANY(a), VARDATA_ANY(b), Min(la, lb));
+
+	return c != 0 ? c : (la > lb) - (la < lb);
+}
+
+static text **sort_skus;
+
+static int
+CompareLines(const void *a, const void *b)
+{
+	int			ia = *(const int *) a;
+	int			ib = *(const int *) b;
+	int			c = CompareText(sort_skus[ia], sort_skus[ib]);
+
+	return c != 0 ? c : (ia > ib) - (ia < ib);
+}
+
+/*
+ * Groups the lines by SKU, in byte order.  Returns the number of SKUs;
+ * group[i] is line i's SKU.
+ */
+static int
+GroupLines(text **skus, int64 *qtys, int n, CartSku **cart_skus, int *group)
+{
+	int		   *order = palloc(n * sizeof(int));
+	CartSku    *g = palloc0(n * sizeof(CartSku));
+	int			ng = 0;
+
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	sort_skus = skus;
+	qsort(order, n, sizeof(int), CompareLines);
+
+	for (int k = 0; k < n; k++)
+	{
+		int			i = order[k];
+
+		if (ng == 0 || CompareText(g[ng - 1].sku, skus[i]) != 0)
+		{
+			g[ng].sku = skus[i];
+			CacheMakeKey(&g[ng].key, VARDATA_ANY(skus[i]), VARSIZE_ANY_EXHDR(skus[i]));
+			ng++;
+		}
+		if (pg_add_s64_overflow(g[ng - 1].demand, qtys[i], &g[ng - 1].demand))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("the demand of the cart for sku \"%s\" is out of range",
+							text_to_cstring(skus[i]))));
+		group[i] = ng - 1;
+	}
+	pfree(order);
+	*cart_skus = g;
+	return ng;
+}
+
+static void
+CartReuseError(text *order_id, int n)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("order_id \"%s\" is already used by other movements",
+					text_to_cstring(order_id)),
+			 errdetail("A cart of %d lines is the movements (order_id, 1) to (order_id, %d), and the ledger holds others under this order_id.",
+					   n, n),
+			 errhint("Give each cart its own order_id.")));
+}
+
+/* Gives back the holds of a cart that writes nothing. */
+static void
+GiveBack(CartSku *g, int ng, int mark, int changes_mark)
+{
+	InvKey	   *keys = palloc(ng * sizeof(InvKey));
+	int			nkeys = 0;
+
+	for (int k = 0; k < ng; k++)
+	{
+		if (g[k].held)
+			keys[nkeys++] = g[k].key;
+		g[k].held = false;
+	}
+	PendingGiveBack(keys, nkeys, mark, changes_mark);
+	pfree(keys);
+}
+
+PG_FUNCTION_INFO_V1(inventory_reserve_cart);
+Datum
+inventory_reserve_cart(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	text	   *order_id = ArgOrderId(fcinfo, 0);
+	text	  **skus;
+	int64	   *qtys;
+	int			n = ArgTextArray(fcinfo, 1, "skus", &skus);
+	int			nqtys = ArgQuantityArray(fcinfo, 2, "qtys", &qtys);
+	TimestampTz now = GetCurrentStatementStartTimestamp();
+	TimestampTz expires_at = ExpiresAt(fcinfo, 3, now);
+	text	   *buyer_id = ArgBuyerId(fcinfo, 4);
+	InvSale		sale = {now, buyer_id != NULL};
+	int			mark = PendingMark();
+	int			changes_mark = PendingChangesMark();
+	CartSku    *g;
+	int		   *group;
+	LedgerRow  *found;
+	int			ng;
+	int			nfound = 0;
+	bool		refused = false;
+	LedgerRow	extra;
+
+	CheckWritable("inventory.reserve_cart()");
+	if (n != nqtys)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("skus and qtys must have the same number of elements"),
+				 errdetail("skus has %d elements and qtys %d.", n, nqtys)));
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a cart must have at least one line")));
+
+	InitMaterializedSRF(fcinfo, 0);
+	group = palloc(n * sizeof(int));
+	ng = GroupLines(skus, qtys, n, &g, group);
+
+	/* on sale, enough of each?  Holds until the first SKU that is refused */
+	for (int k = 0; k < ng; k++)
+	{
+		InvAdmit	admit;
+
+		if (!refused)
+		{
+			admit = PendingReserve(&g[k].key, g[k].demand, NULL, &sale, &g[k].view);
+			g[k].held = (admit == INV_ADMIT_OK);
+		}
+		else
+			admit = PendingAsk(&g[k].key, g[k].demand, &sale, &g[k].view);
+		if (admit != INV_ADMIT_OK)
+		{
+			g[k].status = RefusalStatus(admit);
+			refused = true;
+		}
+	}
+
+	/* is the cart a replay?  Its lines' keys, in line order */
+	found = palloc(n * sizeof(LedgerRow));
+	for (int i = 0; i < n; i++)
+	{
+		LockKey(order_id, i + 1);
+		if (FindKey(order_id, i + 1, &found[i]))
+			nfound++;
+	}
+	if (nfound > 0)
+	{
+		GiveBack(g, ng, mark, changes_mark);
+		if (nfound < n || FindKey(order_id, n + 1, &extra))
+			CartReuseError(order_id, n);
+		for (int i = 0; i < n; i++)
+		{
+			Outcome		o;
+
+			OutcomeInit(&o, skus[i], qtys[i]);
+			OutcomeReplay(order_id, i + 1, &found[i], INV_KIND_RESERVE,
+						  skus[i], qtys[i], buyer_id, &o);
+			tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
+		}
+		return (Datum) 0;
+	}
+
+	/* is the buyer within each SKU's limit, on the cart's sum? */
+	for (int k = 0; k < ng; k++)
+	{
+		int64		holding;
+
+		if (g[k].status == NULL && g[k].view.rules.max_per_buyer > 0 &&
+			!RulesAdmitBuyer(g[k].sku, buyer_id, g[k].demand,
+							 g[k].view.rules.max_per_buyer, &holding))
+		{
+			g[k].status = "limit_exceeded";
+			refused = true;
+		}
+	}
+
+	if (refused)
+	{
+		GiveBack(g, ng, mark, changes_mark);
+		for (int i = 0; i < n; i++)
+		{
+			Outcome		o;
+
+			OutcomeInit(&o, skus[i], qtys[i]);
+			o.status = g[group[i]].status ? g[group[i]].status : "cart_refused";
+			OutcomeReadCounters(&o, o.sku);
+			tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
+		}
+		return (Datum) 0;
+	}
+
+	/* every line, in line order: each binds part of its SKU's hold */
+	for (int i = 0; i < n; i++)
+	{
+		LedgerNew	m;
+		Outcome		o;
+
+		NewMovement(&m, order_id, i + 1, INV_KIND_RESERVE, skus[i], qtys[i]);
+		m.has_expires_at = true;
+		m.expires_at = expires_at;
+		m.buyer_id = buyer_id;
+		m.rules_checked = true;
+		LedgerInsert(&m);
+
+		OutcomeInit(&o, skus[i], qtys[i]);
+		OutcomeSetCounters(&o, &g[group[i]].view);
+		o.ok = true;
+		o.status = "ok";
+		o.has_state = true;
+		o.state = INV_PENDING;
+		o.has_expires_at = true;
+		o.expires_at = expires_at;
+		tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
+	}
+	return (Datum) 0;
+}
+
+/* Settles every line of an order, in batch_id order. */
+static Datum
+OrderCall(FunctionCallInfo fcinfo, ReservationOp op)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	text	   *order_id = ArgOrderId(fcinfo, 0);
+	TimestampTz now = GetCurrentStatementStartTimestamp();
+	int32	   *batches;
+	int			n;
+
+	CheckWritable(op == OP_CONFIRM ? "inventory.confirm_order()" :
+				  "inventory.cancel_order()");
+	InitMaterializedSRF(fcinfo, 0);
+
+	n = LedgerOrderBatches(order_id, &batches);
+	if (n == 0)
+	{
+		Outcome		o;
+
+		memset(&o, 0, sizeof(o));
+		o.status = "not_found";
+		tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
+	}
+	for (int i = 0; i < n; i++)
+	{
+		Outcome		o;
+
+		SettleReservation(op, order_id, batches[i], now, 0, &o);
+		tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
+	}
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(inventory_confirm_order);
+Datum
+inventory_confirm_order(PG_FUNCTION_ARGS)
+{
+	return OrderCall(fcinfo, OP_CONFIRM);
+}
+
+PG_FUNCTION_INFO_V1(inventory_cancel_order);
+Datum
+inventory_cancel_order(PG_FUNCTION_ARGS)
+{
+	return OrderCall(fcinfo, OP_CANCEL);
+}
