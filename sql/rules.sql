@@ -1,0 +1,138 @@
+-- rules: a per-buyer limit across orders and a sale window, per SKU
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS inventory;
+RESET client_min_messages;
+
+SELECT ok, status FROM inventory.restock('RU-TEE', 10, 'l-in-1');
+SELECT ok, status FROM inventory.restock('RU-CAP', 10, 'l-in-2');
+
+-- no rules until set; set_rules replaces them all, NULL meaning none
+SELECT sku, max_per_buyer, sale_starts, sale_ends FROM inventory.stock
+ WHERE sku LIKE 'RU-%' ORDER BY sku;
+SELECT inventory.set_rules('RU-TEE', max_per_buyer => 2);
+SELECT sku, max_per_buyer, sale_starts IS NULL AS always, sale_ends IS NULL AS forever
+  FROM inventory.stock WHERE sku = 'RU-TEE';
+
+-- a limited SKU needs a buyer: a status, not an error, since the rule may
+-- be set while applications run
+SELECT ok, status, available FROM inventory.reserve('RU-TEE', 1, 'l-anon');
+
+-- a buyer's units count across orders, PENDING and CONFIRMED alike
+SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-1', buyer_id => 'ann');
+SELECT ok, status FROM inventory.confirm('l-ann-1');
+SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-2', buyer_id => 'ann');
+SELECT ok, status, available FROM inventory.reserve('RU-TEE', 1, 'l-ann-3', buyer_id => 'ann');
+SELECT count(*) FROM inventory.ledger WHERE order_id = 'l-ann-3';
+-- another buyer has a limit of their own
+SELECT ok, status FROM inventory.reserve('RU-TEE', 2, 'l-bob-1', buyer_id => 'bob');
+SELECT ok, status FROM inventory.reserve('RU-TEE', 3, 'l-cy-1', buyer_id => 'cy');
+
+-- a replay is a duplicate even at the limit; the same key for another
+-- buyer is a reused key
+SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-2', buyer_id => 'ann');
+SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-2', buyer_id => 'bob');
+SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-2');
+
+-- cancelled and expired units no longer count
+SELECT ok, status FROM inventory.cancel('l-ann-2');
+SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-4', buyer_id => 'ann', ttl => '1 millisecond');
+SELECT pg_sleep(0.01);
+SELECT inventory.expire();
+SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-5', buyer_id => 'ann');
+
+-- folding moves the stock into inventory.sku; the buyer's units stay in
+-- the ledger, where they are counted
+SELECT inventory.fold() > 0 AS folded;
+SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-6', buyer_id => 'ann');
+SELECT buyer_id, sum(qty) AS units FROM inventory.ledger
+ WHERE sku = 'RU-TEE' AND state IN ('PENDING', 'CONFIRMED') GROUP BY buyer_id ORDER BY buyer_id;
+
+-- a lower limit keeps what buyers hold and stops new units
+SELECT inventory.set_rules('RU-TEE', max_per_buyer => 1);
+SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-bob-2', buyer_id => 'bob');
+SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-dee-1', buyer_id => 'dee');
+
+-- a confirmed reservation that counts towards a limit stays in the ledger,
+-- even folded
+SELECT inventory.fold() >= 0 AS folded;
+DELETE FROM inventory.ledger WHERE order_id = 'l-ann-1';
+
+-- without the limit, anyone may buy, and a buyer is still recorded
+SELECT inventory.set_rules('RU-TEE');
+SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-anon');
+SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-eve-1', buyer_id => 'eve');
+SELECT buyer_id FROM inventory.ledger WHERE order_id = 'l-eve-1';
+
+-- the sale window [sale_starts, sale_ends): outside it, not_on_sale,
+-- decided in shared memory like a sold-out answer
+SELECT inventory.set_rules('RU-CAP', sale_starts => now() + interval '1 hour');
+SELECT ok, status, available FROM inventory.reserve('RU-CAP', 1, 'l-early');
+SELECT inventory.set_rules('RU-CAP', sale_starts => now() - interval '1 hour',
+                           sale_ends => now() + interval '1 hour');
+SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-in-window', ttl => '1 day');
+SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-in-window-2', ttl => '1 day');
+-- the window closes: no new reservations, but those made inside it are
+-- still extended, confirmed and cancelled
+SELECT inventory.set_rules('RU-CAP', sale_ends => now());
+SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-late');
+SELECT ok, status FROM inventory.extend('l-in-window', 1, '2 days');
+SELECT ok, status FROM inventory.confirm('l-in-window');
+SELECT ok, status FROM inventory.cancel('l-in-window-2');
+SELECT count(*) FROM inventory.ledger WHERE order_id IN ('l-early', 'l-late');
+
+-- set_rules checks its input
+SELECT inventory.set_rules('RU-CAP', max_per_buyer => 0);
+SELECT inventory.set_rules('RU-CAP', sale_starts => '2026-02-01', sale_ends => '2026-01-01');
+SELECT inventory.set_rules('RU-NOPE', max_per_buyer => 1);
+SELECT inventory.set_rules(NULL, max_per_buyer => 1);
+
+-- direct DML passes the same enforcement point: the table's checks, and the
+-- cache follows at commit (terse: the failing rows hold timestamps)
+\set VERBOSITY terse
+UPDATE inventory.sku SET max_per_buyer = -1 WHERE sku = 'RU-CAP';
+UPDATE inventory.sku SET sale_starts = '2026-02-01', sale_ends = '2026-01-01' WHERE sku = 'RU-CAP';
+\set VERBOSITY default
+BEGIN;
+UPDATE inventory.sku SET sale_ends = NULL, max_per_buyer = 1 WHERE sku = 'RU-CAP';
+-- not before the commit
+SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-before-commit');
+ROLLBACK;
+SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-after-rollback');
+BEGIN;
+SAVEPOINT s;
+UPDATE inventory.sku SET sale_ends = NULL WHERE sku = 'RU-CAP';
+ROLLBACK TO SAVEPOINT s;
+UPDATE inventory.sku SET max_per_buyer = 1 WHERE sku = 'RU-CAP';
+COMMIT;
+-- the savepoint's change is gone: the window is still closed
+SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-after-savepoint', buyer_id => 'ann');
+-- and the later one is in force: once open, the SKU has a limit of 1
+UPDATE inventory.sku SET sale_ends = NULL WHERE sku = 'RU-CAP';
+SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-open-again');
+SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-open-again', buyer_id => 'ann');
+SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-open-again-2', buyer_id => 'ann');
+
+-- a reservation inserted by hand follows the rules, with errors
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+VALUES ('l-hand-1', 1, 'reserve', 'RU-CAP', 1);
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, buyer_id)
+VALUES ('l-hand-1', 1, 'reserve', 'RU-CAP', 1, 'ann');
+-- the rows of one statement count together
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, buyer_id)
+VALUES ('l-hand-2', 1, 'reserve', 'RU-CAP', 1, 'fay'), ('l-hand-2', 2, 'reserve', 'RU-CAP', 1, 'fay');
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, buyer_id)
+VALUES ('l-hand-3', 1, 'reserve', 'RU-CAP', 1, 'fay');
+UPDATE inventory.sku SET sale_starts = now() + interval '1 hour' WHERE sku = 'RU-CAP';
+\set VERBOSITY terse
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, buyer_id)
+VALUES ('l-hand-4', 1, 'reserve', 'RU-CAP', 1, 'gus');
+\set VERBOSITY default
+-- a buyer belongs to reservations only, and does not change
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, buyer_id)
+VALUES ('l-hand-5', 1, 'restock', 'RU-CAP', 1, 'gus');
+UPDATE inventory.ledger SET buyer_id = 'bob' WHERE order_id = 'l-ann-5';
+UPDATE inventory.ledger SET buyer_id = NULL WHERE order_id = 'l-ann-5';
+
+SELECT sku, on_hand, reserved, available, max_per_buyer FROM inventory.stock
+ WHERE sku LIKE 'RU-%' ORDER BY sku;
+SELECT * FROM inventory.verify();
