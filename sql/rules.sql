@@ -136,3 +136,16 @@ UPDATE inventory.ledger SET buyer_id = NULL WHERE order_id = 'l-ann-5';
 SELECT sku, on_hand, reserved, available, max_per_buyer FROM inventory.stock
  WHERE sku LIKE 'RU-%' ORDER BY sku;
 SELECT * FROM inventory.verify();
+
+-- verify() compares the cached rules with the table's too: a change made
+-- behind the trigger's back shows (moments as seconds since 1970)
+ALTER TABLE inventory.sku DISABLE TRIGGER a_check, DISABLE TRIGGER z_register;
+UPDATE inventory.sku SET max_per_buyer = 5, sale_starts = '2026-01-01 00:00+00'
+ WHERE sku = 'RU-CAP';
+ALTER TABLE inventory.sku ENABLE ALWAYS TRIGGER a_check, ENABLE ALWAYS TRIGGER z_register;
+SELECT * FROM inventory.verify() WHERE what <> 'sale_starts';
+SELECT what, cached > extract(epoch FROM now()) AS cached_later, truth
+  FROM inventory.verify() WHERE what = 'sale_starts';
+-- a change through the trigger brings them together again
+SELECT inventory.set_rules('RU-CAP');
+SELECT * FROM inventory.verify();

@@ -8,10 +8,13 @@
  * the entry's generation, so an entry that nobody else pinned before the
  * read and whose generation did not move until after it was quiet
  * throughout.  The caller's own uncommitted changes are in its snapshot but
- * not yet in the cache, so they are taken out of the truth.  Busy entries
+ * not yet in the cache, so they are taken out of the truth; the rules of a
+ * SKU the caller is changing are not compared.  Busy entries
  * are read again a few times; any still busy are skipped with a NOTICE.
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -19,9 +22,11 @@
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/timestamp.h"
 #include "utils/snapmgr.h"
 
 #include "cache.h"
+#include "catalog.h"
 #include "ledger.h"
 #include "stmt.h"
 #include "pending.h"
@@ -32,9 +37,16 @@ typedef struct TruthEntry
 {
 	char		sku[INV_SKU_MAXLEN + 1];
 	InvEffect	truth;
+	InvRules	rules;
 } TruthEntry;
 
 static InvStmt all_truth = {
+	"SELECT sku, on_hand, reserved, version, max_per_buyer, sale_starts, sale_ends"
+	" FROM inventory.stock", 0
+};
+
+/* a 0.1 schema, not updated yet, has no rules */
+static InvStmt all_truth_0_1 = {
 	"SELECT sku, on_hand, reserved, version FROM inventory.stock", 0
 };
 
@@ -52,7 +64,8 @@ ReadAllTruth(void)
 						HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 
 	spi = InvSpiConnect();
-	InvStmtRun(&all_truth, NULL, NULL, true, 0);
+	InvStmtRun(InvGetCatalog()->s_max_per_buyer != InvalidAttrNumber ?
+			   &all_truth : &all_truth_0_1, NULL, NULL, true, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -67,17 +80,32 @@ ReadAllTruth(void)
 		e->truth.on_hand = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
 		e->truth.reserved = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 		e->truth.version = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		InvRulesNone(&e->rules);
+		if (desc->natts >= 7)
+		{
+			Datum		d = SPI_getbinval(tup, desc, 5, &isnull);
+
+			if (!isnull)
+				e->rules.max_per_buyer = DatumGetInt64(d);
+			d = SPI_getbinval(tup, desc, 6, &isnull);
+			if (!isnull)
+				e->rules.sale_starts = DatumGetTimestampTz(d);
+			d = SPI_getbinval(tup, desc, 7, &isnull);
+			if (!isnull)
+				e->rules.sale_ends = DatumGetTimestampTz(d);
+		}
 	}
 	InvSpiFinish(spi);
 	return truth;
 }
 
 static void
-Report(Tuplestorestate *ts, TupleDesc desc, const char *sku, const char *what,
-	   int64 cached, int64 truth)
+ReportNullable(Tuplestorestate *ts, TupleDesc desc, const char *sku,
+			   const char *what, bool has_cached, int64 cached,
+			   bool has_truth, int64 truth)
 {
 	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
+	bool		nulls[4] = {false, false, !has_cached, !has_truth};
 
 	values[0] = CStringGetTextDatum(sku);
 	values[1] = CStringGetTextDatum(what);
@@ -86,13 +114,48 @@ Report(Tuplestorestate *ts, TupleDesc desc, const char *sku, const char *what,
 	tuplestore_putvalues(ts, desc, values, nulls);
 }
 
+static void
+Report(Tuplestorestate *ts, TupleDesc desc, const char *sku, const char *what,
+	   int64 cached, int64 truth)
+{
+	ReportNullable(ts, desc, sku, what, true, cached, true, truth);
+}
+
+/* A rule's moment as seconds since 1970 (NULL: no such rule), for a report. */
+static void
+ReportMoment(Tuplestorestate *ts, TupleDesc desc, const char *sku,
+			 const char *what, TimestampTz cached, TimestampTz truth)
+{
+	if (cached == truth)
+		return;
+	ReportNullable(ts, desc, sku, what,
+				   !TIMESTAMP_NOT_FINITE(cached),
+				   (int64) floor(timestamptz_to_time_t(cached)),
+				   !TIMESTAMP_NOT_FINITE(truth),
+				   (int64) floor(timestamptz_to_time_t(truth)));
+}
+
+/* The rules: max_per_buyer (NULL: none), sale_starts and sale_ends. */
+static void
+CompareRules(Tuplestorestate *ts, TupleDesc desc, const char *sku,
+			 const InvRules *cached, const InvRules *truth)
+{
+	if (cached->max_per_buyer != truth->max_per_buyer)
+		ReportNullable(ts, desc, sku, "max_per_buyer",
+					   cached->max_per_buyer > 0, cached->max_per_buyer,
+					   truth->max_per_buyer > 0, truth->max_per_buyer);
+	ReportMoment(ts, desc, sku, "sale_starts", cached->sale_starts, truth->sale_starts);
+	ReportMoment(ts, desc, sku, "sale_ends", cached->sale_ends, truth->sale_ends);
+}
+
 /*
  * Compares one entry; returns false when it was busy.  before is the copy
  * taken before the truth was read.
  */
 static bool
 Compare(Tuplestorestate *ts, TupleDesc tdesc, const char *sku,
-		const InvView *before, bool exists, const InvEffect *truth)
+		const InvView *before, bool exists, const InvEffect *truth,
+		const InvRules *rules)
 {
 	InvKey		key;
 	InvView		after;
@@ -118,6 +181,8 @@ Compare(Tuplestorestate *ts, TupleDesc tdesc, const char *sku,
 		Report(ts, tdesc, sku, "reserved", after.reserved, truth->reserved - own.reserved);
 	if (after.version != truth->version - own.version)
 		Report(ts, tdesc, sku, "version", after.version, truth->version - own.version);
+	if (!mine)
+		CompareRules(ts, tdesc, sku, &after.rules, rules);
 	return true;
 }
 
@@ -140,7 +205,8 @@ inventory_verify(PG_FUNCTION_ARGS)
 		TruthEntry *t = hash_search(truth, entries[i].sku, HASH_FIND, NULL);
 
 		if (!Compare(rsinfo->setResult, rsinfo->setDesc, entries[i].sku,
-					 &entries[i].view, t != NULL, t ? &t->truth : NULL))
+					 &entries[i].view, t != NULL, t ? &t->truth : NULL,
+					 t ? &t->rules : NULL))
 			entries[busy++] = entries[i];
 	}
 
@@ -154,14 +220,15 @@ inventory_verify(PG_FUNCTION_ARGS)
 			InvKey		key;
 			InvView		before;
 			InvEffect	t;
+			InvRules	rules;
 			bool		exists;
 
 			CacheMakeKey(&key, entries[i].sku, strlen(entries[i].sku));
 			if (!CacheRead(&key, false, &before))
 				continue;
-			exists = LedgerReadTruth(entries[i].sku, &t, NULL, NULL);
+			exists = LedgerReadTruth(entries[i].sku, &t, NULL, &rules);
 			if (!Compare(rsinfo->setResult, rsinfo->setDesc, entries[i].sku,
-						 &before, exists, &t))
+						 &before, exists, &t, &rules))
 				entries[still++] = entries[i];
 		}
 		busy = still;
