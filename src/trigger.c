@@ -10,8 +10,10 @@
  * SKU's cache entry.  AFTER each row -- only rows that really landed, which
  * matters for INSERT ... ON CONFLICT DO NOTHING -- it registers the row's
  * effect on the SKU's counters, taking the escrow hold a decrease of
- * available needs; without enough stock the statement fails.  TRUNCATE is
- * refused.
+ * available needs; without enough stock the statement fails.  A change of
+ * a SKU's rules is registered in the same way, and a reservation written
+ * by hand (not by reserve(), which answers with a status) must follow them
+ * (rules.c).  TRUNCATE is refused.
  */
 #include "postgres.h"
 
