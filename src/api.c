@@ -178,11 +178,12 @@ inventory_reserve(PG_FUNCTION_ARGS)
 		{
 			LedgerNew	n;
 			int64		holding;
+			bool		took_lock;
 
 			/* and is the buyer within the SKU's limit? (rules.c) */
 			if (view.rules.max_per_buyer > 0 &&
 				!RulesAdmitBuyer(sku, buyer_id, qty, view.rules.max_per_buyer,
-								 &holding))
+								 &holding, &took_lock))
 			{
 				PendingDropUnbound(&key);
 				PendingUnpinSince(&key, mark);

@@ -39,6 +39,7 @@ typedef struct CartSku
 	InvKey		key;
 	int64		demand;
 	bool		held;			/* a hold of demand units was taken */
+	bool		buyer_locked;	/* this call took the buyer's lock */
 	const char *status;			/* NULL: can be served */
 	InvView		view;
 } CartSku;
@@ -115,9 +116,9 @@ CartReuseError(text *order_id, int n)
 			 errhint("Give each cart its own order_id.")));
 }
 
-/* Gives back the holds of a cart that writes nothing. */
+/* Gives back the holds and buyer locks of a cart that writes nothing. */
 static void
-GiveBack(CartSku *g, int ng, int mark, int changes_mark)
+GiveBack(CartSku *g, int ng, text *buyer_id, int mark, int changes_mark)
 {
 	InvKey	   *keys = palloc(ng * sizeof(InvKey));
 	int			nkeys = 0;
@@ -127,6 +128,9 @@ GiveBack(CartSku *g, int ng, int mark, int changes_mark)
 		if (g[k].held)
 			keys[nkeys++] = g[k].key;
 		g[k].held = false;
+		if (g[k].buyer_locked)
+			RulesReleaseBuyer(g[k].sku, buyer_id);
+		g[k].buyer_locked = false;
 	}
 	PendingGiveBack(keys, nkeys, mark, changes_mark);
 	pfree(keys);
@@ -200,7 +204,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 	}
 	if (nfound > 0)
 	{
-		GiveBack(g, ng, mark, changes_mark);
+		GiveBack(g, ng, buyer_id, mark, changes_mark);
 		if (nfound < n || FindKey(order_id, n + 1, &extra))
 			CartReuseError(order_id, n);
 		for (int i = 0; i < n; i++)
@@ -222,7 +226,8 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 
 		if (g[k].status == NULL && g[k].view.rules.max_per_buyer > 0 &&
 			!RulesAdmitBuyer(g[k].sku, buyer_id, g[k].demand,
-							 g[k].view.rules.max_per_buyer, &holding))
+							 g[k].view.rules.max_per_buyer, &holding,
+							 &g[k].buyer_locked))
 		{
 			g[k].status = "limit_exceeded";
 			refused = true;
@@ -231,7 +236,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 
 	if (refused)
 	{
-		GiveBack(g, ng, mark, changes_mark);
+		GiveBack(g, ng, buyer_id, mark, changes_mark);
 		for (int i = 0; i < n; i++)
 		{
 			Outcome		o;

@@ -77,12 +77,14 @@ BuyerLockTag(LOCKTAG *tag, text *sku, text *buyer_id)
  * May buyer_id take qty more units of sku under a limit of limit units?
  * Locks (sku, buyer_id) and counts what the buyer holds (*holding).  When
  * the answer is yes the lock stays to the end of the transaction, so that
- * the buyer's next call counts the units this one is about to write; when
- * it is no and the lock was taken for this question, it is given back.
+ * the buyer's next call counts the units this one is about to write
+ * (*took_lock says whether this call took it, for RulesReleaseBuyer());
+ * when it is no and the lock was taken for this question, it is given
+ * back.
  */
 bool
 RulesAdmitBuyer(text *sku, text *buyer_id, int64 qty, int64 limit,
-				int64 *holding)
+				int64 *holding, bool *took_lock)
 {
 	LOCKTAG		tag;
 	LockAcquireResult res;
@@ -90,12 +92,27 @@ RulesAdmitBuyer(text *sku, text *buyer_id, int64 qty, int64 limit,
 
 	BuyerLockTag(&tag, sku, buyer_id);
 	res = LockAcquire(&tag, ExclusiveLock, false, false);
+	*took_lock = (res == LOCKACQUIRE_OK);
 	*holding = LedgerBuyerHolding(sku, buyer_id);
 	if (!pg_add_s64_overflow(*holding, qty, &total) && total <= limit)
 		return true;
-	if (res == LOCKACQUIRE_OK)
+	if (*took_lock)
 		LockRelease(&tag, ExclusiveLock, false);
+	*took_lock = false;
 	return false;
+}
+
+/*
+ * Gives back a buyer's lock that RulesAdmitBuyer() took for units that
+ * will not be written after all (a cart refused for another SKU).
+ */
+void
+RulesReleaseBuyer(text *sku, text *buyer_id)
+{
+	LOCKTAG		tag;
+
+	BuyerLockTag(&tag, sku, buyer_id);
+	LockRelease(&tag, ExclusiveLock, false);
 }
 
 /*
