@@ -125,8 +125,12 @@ GiveBack(CartSku *g, int ng, text *buyer_id, int mark, int changes_mark)
 
 	for (int k = 0; k < ng; k++)
 	{
+		/* the counters as the cart found them, without its own hold */
 		if (g[k].held)
+		{
 			keys[nkeys++] = g[k].key;
+			g[k].view.holds -= g[k].demand;
+		}
 		g[k].held = false;
 		if (g[k].buyer_locked)
 			RulesReleaseBuyer(g[k].sku, buyer_id);
@@ -243,7 +247,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 
 			OutcomeInit(&o, skus[i], qtys[i]);
 			o.status = g[group[i]].status ? g[group[i]].status : "cart_refused";
-			OutcomeReadCounters(&o, o.sku);
+			OutcomeSetCounters(&o, &g[group[i]].view);
 			tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
 		}
 		return (Datum) 0;

@@ -5,6 +5,16 @@
 # the ledger with its effect, no transaction is half there, the cache agrees
 # with the tables, nothing is oversold, and reserves work at once.
 #
+# Commerce rules (I9) are in the load: buyers reserve SKUs with a per-buyer
+# limit (refused with limit_exceeded once they hold it), and carts of 2-3
+# lines -- hot, cold and limited SKUs -- are reserved whole or refused whole,
+# and later confirmed or cancelled whole (confirm_order, cancel_order).
+# After each restart, besides the above: no buyer holds more than a limit,
+# every cart has all its lines or none, acknowledged carts and buyer
+# reserves replayed are duplicates that change nothing, and the limits are
+# counted from the tables: a buyer at a limit is refused, one below it gets
+# exactly the rest.
+#
 # A client is a psql process running a generated script.  After each COMMIT
 # it prints "ACK <transaction number> <status of each call>" with \warn
 # (stderr is unbuffered, so the log shows progress at once).  psql runs the
@@ -32,6 +42,10 @@ my $DEADLINE = 60;      # seconds, for every wait of this test
 my $TTL      = '1 hour';  # no reservation expires while the test runs
 my @HOT  = map { "HOT-$_" } 1 .. 3;
 my @COLD = map { sprintf 'COLD-%03d', $_ } 1 .. 200;
+# limited SKUs => units per buyer; each round has buyers of its own
+my %LIMIT = ('LIM-1' => 3, 'LIM-2' => 2);
+my @LIM = sort keys %LIMIT;
+my $BUYERS = 10;
 
 my $node = PostgreSQL::Test::Cluster->new('crash_load');
 $node->init;
@@ -56,12 +70,17 @@ SELECT inventory.restock(sku, 1000000, 'stock-' || sku)
   FROM unnest(ARRAY['@{[join "','", @HOT]}']) sku;
 SELECT inventory.restock(sku, 2, 'stock-' || sku)
   FROM unnest(ARRAY['@{[join "','", @COLD]}']) sku;
+SELECT inventory.restock(sku, 1000000, 'stock-' || sku)
+  FROM unnest(ARRAY['@{[join "','", @LIM]}']) sku;
+@{[join "\n", map { "SELECT inventory.set_rules('$_', $LIMIT{$_});" } @LIM]}
 });
 
 # The plan of one client: a list of transactions, each a list of calls
-# {op, key, batch[, sku, qty]}.  Keys are unique per round, client and
-# transaction.  Confirms and cancels settle both batches of one of the
-# client's own earlier orders in one transaction.
+# {op, key, batch[, sku, qty, buyer]}.  Keys are unique per round, client
+# and transaction.  Confirms and cancels settle all batches of one of the
+# client's own earlier orders in one transaction; a cart (calls of op
+# 'cart', one per line, reserved by one reserve_cart) is settled by one
+# call {op => 'confirm_order' or 'cancel_order', key, lines => its calls}.
 sub make_plan
 {
 	my ($round, $client) = @_;
@@ -77,9 +96,35 @@ sub make_plan
 			# confirm (15%) or cancel (12%) an earlier order
 			my $op    = $dice < 15 ? 'confirm' : 'cancel';
 			my $order = splice(@open, int(rand(@open)), 1);
-			@calls = map { { op => $op, key => $_->{key}, batch => $_->{batch} } } @$order;
+			@calls = $order->[0]{op} eq 'cart'
+			  ? ({ op => "${op}_order", key => $order->[0]{key}, lines => $order })
+			  : map { { op => $op, key => $_->{key}, batch => $_->{batch} } } @$order;
 		}
-		elsif ($dice < 49)
+		elsif ($dice < 36)
+		{
+			# a buyer of the round reserves 1-2 units of a limited SKU:
+			# refused once the buyer holds the limit
+			@calls = ({ op => 'reserve', key => $key, batch => 1,
+						sku => $LIM[ rand @LIM ], qty => 1 + int(rand(2)),
+						buyer => "r$round-b" . (1 + int(rand($BUYERS))) });
+			push @open, [@calls];
+		}
+		elsif ($dice < 45)
+		{
+			# a cart of 2-3 lines: a hot SKU (always enough), then a cold
+			# (refused when gone) or a limited one, then maybe a hot or a
+			# limited one; one in ten for no buyer (refused for a limited
+			# line).  All lines or none.
+			my $buyer = rand(10) < 1 ? undef : "r$round-b" . (1 + int(rand($BUYERS)));
+			my @skus = ($HOT[ rand @HOT ],
+						rand(2) < 1 ? $COLD[ rand @COLD ] : $LIM[ rand @LIM ]);
+			push @skus, rand(2) < 1 ? $HOT[ rand @HOT ] : $LIM[ rand @LIM ] if rand(2) < 1;
+			@calls = map { { op => 'cart', key => "$key-cart" . @skus, batch => $_,
+							 sku => $skus[ $_ - 1 ], qty => 1 + int(rand(2)), buyer => $buyer } }
+			  1 .. @skus;
+			push @open, [@calls];
+		}
+		elsif ($dice < 61)
 		{
 			# one reserve of a cold SKU: refused when its units are gone
 			# (a reserve of 3 always is, until restocks add to the SKU)
@@ -87,7 +132,7 @@ sub make_plan
 						sku => $COLD[ rand @COLD ], qty => 1 + int(rand(3)) });
 			push @open, [@calls];
 		}
-		elsif ($dice < 57)
+		elsif ($dice < 67)
 		{
 			# restock two cold SKUs in one transaction; fewer units arrive
 			# than cold reserves ask for, so refusals go on in every round
@@ -114,16 +159,37 @@ sub plan_to_sql
 	{
 		my $calls = $plan->[ $i - 1 ];
 		$sql .= "BEGIN;\n";
+		my @vars;
 		for my $n (1 .. @$calls)
 		{
 			my $c = $calls->[ $n - 1 ];
-			my $call =
-			    $c->{op} eq 'reserve' ? "reserve('$c->{sku}', $c->{qty}, '$c->{key}', $c->{batch}, '$TTL')"
-			  : $c->{op} eq 'restock' ? "restock('$c->{sku}', $c->{qty}, '$c->{key}', $c->{batch})"
-			  :                         "$c->{op}('$c->{key}', $c->{batch})";
-			$sql .= "SELECT status AS s$n FROM inventory.$call \\gset\n";
+			my $buyer = defined $c->{buyer} ? "'$c->{buyer}'" : 'NULL';
+			if ($c->{op} eq 'cart')
+			{
+				# one statement for all the lines, one status per line
+				next if $c->{batch} > 1;
+				my @lines = grep { $_->{op} eq 'cart' } @$calls;
+				$sql .= "SELECT string_agg(status, ' ' ORDER BY i) AS s$n FROM inventory.reserve_cart('$c->{key}', "
+				  . "ARRAY['" . join("','", map { $_->{sku} } @lines) . "'], "
+				  . "ARRAY[" . join(',', map { $_->{qty} } @lines) . "]::bigint[], '$TTL', $buyer) "
+				  . "WITH ORDINALITY AS t(ok, status, sku, qty, state, available, version, expires_at, i) \\gset\n";
+			}
+			elsif ($c->{op} =~ /_order$/)
+			{
+				# one status for the whole order: every line's, once
+				$sql .= "SELECT string_agg(DISTINCT status, '+') AS s$n FROM inventory.$c->{op}('$c->{key}') \\gset\n";
+			}
+			else
+			{
+				my $call =
+				    $c->{op} eq 'reserve' ? "reserve('$c->{sku}', $c->{qty}, '$c->{key}', $c->{batch}, '$TTL', NULL, $buyer)"
+				  : $c->{op} eq 'restock' ? "restock('$c->{sku}', $c->{qty}, '$c->{key}', $c->{batch})"
+				  :                         "$c->{op}('$c->{key}', $c->{batch})";
+				$sql .= "SELECT status AS s$n FROM inventory.$call \\gset\n";
+			}
+			push @vars, ":s$n";
 		}
-		$sql .= "COMMIT;\n\\warn ACK $i " . join(' ', map { ":s$_" } 1 .. @$calls) . "\n";
+		$sql .= "COMMIT;\n\\warn ACK $i @vars\n";
 	}
 	return $sql;
 }
@@ -226,20 +292,23 @@ sub after_restart
 		"SELECT status FROM inventory.reserve('HOT-1', 1, 'after-r$round', 1, '$TTL')"),
 		'ok', "round $round: a reserve succeeds at once after the restart");
 
-	# the round's rows: key/batch => [kind, sku, qty, state]
+	# the round's rows: key/batch => [kind, sku, qty, state, buyer]
 	my %row;
 	for (split /\n/, $node->safe_psql('postgres',
-		"SELECT order_id, batch_id, kind, sku, qty, state FROM inventory.ledger WHERE order_id LIKE 'r$round-%'"))
+		"SELECT order_id, batch_id, kind, sku, qty, state, buyer_id FROM inventory.ledger WHERE order_id LIKE 'r$round-%'"))
 	{
 		my ($key, $batch, @rest) = split /\|/, $_, -1;
 		$row{"$key/$batch"} = \@rest;
 	}
 
-	my %bad = map { $_ => [] } qw(malformed reserve confirm cancel restock refusal partial unacked);
-	my %count = map { $_ => 0 } qw(reserve confirm cancel restock refusal pair inflight);
+	my %bad = map { $_ => [] }
+	  qw(malformed reserve confirm cancel restock refusal partial unacked cart order);
+	my %count = map { $_ => 0 }
+	  qw(reserve confirm cancel restock refusal pair inflight limited limit_exceeded cart cart_refused order);
 	my %target = (confirm => 'CONFIRMED', cancel => 'CANCELLED');
-	my %planned;    # key/batch of every reserve or restock the plans contain
+	my %planned;    # key/batch of every reserve, cart line or restock the plans contain
 	my %settle;     # key/batch => the state a planned confirm or cancel sets
+	my (@carts, @limited);    # acknowledged ok: carts, buyer reserves
 	for my $c (1 .. $CLIENTS)
 	{
 		my $plan = $clients->[ $c - 1 ]{plan};
@@ -259,40 +328,66 @@ sub after_restart
 			for my $n (0 .. $#$calls)
 			{
 				my $call = $calls->[$n];
-				my $kb   = "$call->{key}/$call->{batch}";
-				my $r    = $row{$kb};
-				my $desc = "c$c tx $i: $call->{op} $kb";
-				if ($call->{op} eq 'reserve' || $call->{op} eq 'restock')
+				my $op   = $call->{op};
+				# the rows of the call: its own, or, settling a cart, its lines'
+				my @kbs  = map { "$_->{key}/$_->{batch}" }
+				  $op =~ /_order$/ ? @{ $call->{lines} } : ($call);
+				my $kb   = $kbs[0];
+				my $r    = $op =~ /_order$/ ? undef : $row{$kb};
+				my $desc = "c$c tx $i: $op " . ($op =~ /_order$/ ? $call->{key} : $kb);
+				if ($op eq 'reserve' || $op eq 'restock' || $op eq 'cart')
 				{
 					$planned{$kb} = 1;
 					push @applied, defined $r ? 1 : 0;
 					push @{ $bad{malformed} }, "$desc: row is (@$r)"
-					  if $r && ($r->[0] ne $call->{op} || $r->[1] ne $call->{sku}
-						|| $r->[2] != $call->{qty});
+					  if $r && ($r->[0] ne ($op eq 'restock' ? 'restock' : 'reserve')
+						|| $r->[1] ne $call->{sku} || $r->[2] != $call->{qty}
+						|| $r->[4] ne ($call->{buyer} // ''));
+				}
+				elsif ($op =~ /^(confirm|cancel)_order$/)
+				{
+					$settle{$_} = $target{$1} for @kbs;
+					my $settled = grep { $row{$_} && $row{$_}[3] eq $target{$1} } @kbs;
+					push @{ $bad{partial} }, "$desc: $settled of " . @kbs . ' lines settled'
+					  if $settled && $settled != @kbs;
+					push @applied, $settled == @kbs ? 1 : 0;
 				}
 				else
 				{
-					$settle{$kb} = $target{ $call->{op} };
+					$settle{$kb} = $target{$op};
 					push @applied, $r && $r->[3] eq $settle{$kb} ? 1 : 0;
 				}
 				next unless $i <= $last;
 
 				# what the acknowledged outcome of the call promises
 				my $status = $statuses[$n] // '';
+				my $refused =
+				    $op eq 'reserve' ? $status =~ /^(insufficient|limit_exceeded)$/
+				  : $op eq 'cart' ? $status =~ /^(insufficient|limit_exceeded|buyer_required|cart_refused)$/
+				  : $op eq 'restock' ? 0
+				  : $status eq 'not_found';
 				if ($status eq 'ok')
 				{
-					$count{ $call->{op} }++;
-					push @{ $bad{ $call->{op} } }, "$desc acknowledged ok, row is ("
-					  . ($r ? "@$r" : 'missing') . ')'
+					# a cart is counted whole, below
+					my $what = $op =~ /_order$/ ? 'order' : $op;
+					$count{$what}++ unless $op eq 'cart';
+					$count{limited}++ if $op eq 'reserve' && $call->{buyer};
+					push @limited, $call if $op eq 'reserve' && $call->{buyer};
+					push @{ $bad{$what} }, "$desc acknowledged ok, "
+					  . (@kbs > 1 ? 'lines are (' . join('; ', map { $row{$_} ? "@{ $row{$_} }" : 'missing' } @kbs) . ')'
+						: 'row is (' . ($r ? "@$r" : 'missing') . ')')
 					  unless $applied[-1];
 				}
-				elsif (($status eq 'insufficient' && $call->{op} eq 'reserve')
-					|| ($status eq 'not_found' && $target{ $call->{op} }))
+				elsif ($refused)
 				{
-					# refused: a cold reserve, or a settle of one
+					# refused: a cold reserve, a buyer's over the limit, a
+					# cart, or a settle of one of them
 					$count{refusal}++;
-					push @{ $bad{refusal} }, "$desc acknowledged $status, row is (@$r)"
-					  if $r;
+					$count{limit_exceeded}++ if $status eq 'limit_exceeded' && $op eq 'reserve';
+					my @rows = grep { $row{$_} } @kbs;
+					push @{ $bad{refusal} }, "$desc acknowledged $status, rows are ("
+					  . join('; ', map { "@{ $row{$_} }" } @rows) . ')'
+					  if @rows;
 				}
 				else
 				{
@@ -300,6 +395,25 @@ sub after_restart
 				}
 			}
 			$count{pair}++ if $i <= $last && @$calls == 2 && $calls->[0]{op} eq 'reserve';
+			# a cart's lines were acknowledged all ok, or all refused and one
+			# of them says why
+			if ($i <= $last && $calls->[0]{op} eq 'cart')
+			{
+				my $ok = grep { $_ eq 'ok' } @statuses;
+				if ($ok == @$calls)
+				{
+					$count{cart}++;
+					push @carts, $calls;
+				}
+				elsif ($ok == 0 && grep { $_ ne 'cart_refused' } @statuses)
+				{
+					$count{cart_refused}++;
+				}
+				else
+				{
+					push @{ $bad{cart} }, "c$c tx $i: cart $calls->[0]{key} acknowledged (@statuses)";
+				}
+			}
 
 			# all of the transaction or none of it
 			my $done = grep { $_ } @applied;
@@ -339,12 +453,79 @@ sub after_restart
 	$report->('cancel', "every acknowledged cancel left its row CANCELLED ($count{cancel})");
 	$report->('restock', "every acknowledged restock is in the ledger ($count{restock})");
 	$report->('refusal', "every acknowledged refusal left no row ($count{refusal})");
+	$report->('cart', "every acknowledged cart is ok on every line or refused on every line ($count{cart} reserved, $count{cart_refused} refused), and every reserved one is in the ledger");
+	$report->('order', "every acknowledged confirm_order / cancel_order settled every line of its cart ($count{order})");
 	$report->('partial', 'every transaction is all-or-nothing');
 	$report->('unacked', 'no effect beyond the transactions acknowledged or in flight');
 	ok($count{reserve} && $count{confirm} && $count{cancel} && $count{restock}
 		  && $count{refusal} && $count{pair},
 		"round $round: the load acknowledged every kind of call, "
 		. "two-batch orders ($count{pair}) among them");
+	ok($count{limited} && $count{limit_exceeded} && $count{cart} && $count{cart_refused} && $count{order},
+		"round $round: the load acknowledged buyers' reserves ($count{limited}) and "
+		. "refusals over the limit ($count{limit_exceeded}), carts reserved ($count{cart}) "
+		. "and refused ($count{cart_refused}), whole carts settled ($count{order})");
+
+	# I9: no buyer over a limit, every cart whole, in the whole ledger
+	is($node->safe_psql('postgres', q{
+SELECT l.sku, l.buyer_id, sum(l.qty), s.max_per_buyer
+  FROM inventory.ledger l JOIN inventory.sku s USING (sku)
+ WHERE l.kind = 'reserve' AND l.state IN ('PENDING', 'CONFIRMED') AND s.max_per_buyer IS NOT NULL
+ GROUP BY l.sku, l.buyer_id, s.max_per_buyer
+HAVING sum(l.qty) > s.max_per_buyer OR l.buyer_id IS NULL}),
+		'', "round $round: no buyer holds more than a SKU's limit, no unit of a limited SKU is without a buyer");
+	is($node->safe_psql('postgres', q{
+SELECT order_id, count(*) FROM inventory.ledger WHERE order_id ~ '-cart[0-9]+$'
+ GROUP BY order_id
+HAVING count(*) <> substring(order_id FROM '-cart([0-9]+)$')::int
+	OR max(batch_id) <> substring(order_id FROM '-cart([0-9]+)$')::int}),
+		'', "round $round: every cart in the ledger has all its lines");
+
+	# I3 for carts and buyers: the acknowledged ones replayed are duplicates,
+	# and change nothing
+	my $before = $node->safe_psql('postgres',
+		'SELECT count(*), sum(version), sum(reserved) FROM inventory.stock');
+	my $quote = sub { defined $_[0] ? "'$_[0]'::text" : 'NULL::text' };
+	my $replays = '0 0';
+	$replays = $node->safe_psql('postgres',
+		'SELECT count(*) || \' \' || count(*) FILTER (WHERE r.status = \'duplicate\') FROM (VALUES '
+		. join(', ', map { "('$_->[0]{key}', ARRAY['" . join("','", map { $_->{sku} } @$_) . "'], ARRAY["
+			  . join(',', map { $_->{qty} } @$_) . ']::bigint[], ' . $quote->($_->[0]{buyer}) . ')' } @carts)
+		. ") v(k, s, q, b), inventory.reserve_cart(v.k, v.s, v.q, '$TTL', v.b) r") if @carts;
+	my $lines = 0;
+	$lines += @$_ for @carts;
+	is($replays, "$lines $lines", "round $round: the acknowledged carts replayed: every line a duplicate");
+	is(@limited ? $node->safe_psql('postgres',
+		'SELECT count(*) || \' \' || count(*) FILTER (WHERE r.status = \'duplicate\') FROM (VALUES '
+		. join(', ', map { "('$_->{sku}', $_->{qty}, '$_->{key}', '$_->{buyer}')" } @limited)
+		. ") v(s, q, k, b), inventory.reserve(v.s, v.q, v.k, 1, '$TTL', NULL, v.b) r") : '0 0',
+		scalar(@limited) . ' ' . scalar(@limited),
+		"round $round: the acknowledged buyers' reserves replayed: each a duplicate");
+	is($node->safe_psql('postgres', 'SELECT count(*), sum(version), sum(reserved) FROM inventory.stock'),
+		$before, "round $round: the replays changed nothing");
+
+	# the limits are counted from the tables: every buyer of the round below
+	# a limit gets exactly the rest, then no buyer gets one more
+	my $pairs = qq{
+SELECT s.sku, b.buyer, s.max_per_buyer AS lim, coalesce(sum(l.qty), 0)::bigint AS held
+  FROM inventory.sku s
+ CROSS JOIN (SELECT 'r$round-b' || g AS buyer FROM generate_series(1, $BUYERS) g) b
+  LEFT JOIN inventory.ledger l ON l.sku = s.sku AND l.buyer_id = b.buyer AND l.state IN ('PENDING', 'CONFIRMED')
+ WHERE s.max_per_buyer IS NOT NULL
+ GROUP BY s.sku, b.buyer, s.max_per_buyer};
+	my ($at, $below) = split /\|/, $node->safe_psql('postgres',
+		"SELECT count(*) FILTER (WHERE held = lim), count(*) FILTER (WHERE held < lim) FROM ($pairs) p");
+	note("round $round: after the restart, $at buyer/SKU pairs at the limit, $below below it");
+	is($node->safe_psql('postgres', qq{
+SELECT string_agg(DISTINCT r.status, ' ') FROM ($pairs) p,
+	   inventory.reserve(p.sku, p.lim - p.held, 'probe-r$round-' || p.sku || '-' || p.buyer, 1, '$TTL', NULL, p.buyer) r
+ WHERE p.held < p.lim}),
+		$below ? 'ok' : '', "round $round: each buyer below a limit gets exactly the rest of it ($below)");
+	is($node->safe_psql('postgres', qq{
+SELECT count(*) || ' ' || string_agg(DISTINCT r.status, ' ') FROM ($pairs) p,
+	   inventory.reserve(p.sku, 1, 'probe-r$round-more-' || p.sku || '-' || p.buyer, 1, '$TTL', NULL, p.buyer) r}),
+		(@LIM * $BUYERS) . ' limit_exceeded',
+		"round $round: then every buyer is at every limit: none gets one more");
 
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'),
 		'0', "round $round: verify() is empty");
@@ -370,7 +551,7 @@ SELECT count(*)
 	is($node->safe_psql('postgres', q{
 SELECT count(*) || ' ' || count(*) FILTER (WHERE inventory.available(sku) = on_hand - reserved)
   FROM inventory.stock}),
-		(@HOT + @COLD) . ' ' . (@HOT + @COLD),
+		(@HOT + @COLD + @LIM) . ' ' . (@HOT + @COLD + @LIM),
 		"round $round: available() of every SKU is on_hand - reserved");
 }
 

@@ -15,13 +15,31 @@
 # in test/torture/setup.sql): a departure raises an ERROR, which aborts the
 # client and fails the test with the message.
 #
+# Commerce rules (I9) run in the same storm (the SQL and the scripts are
+# below, in this file): buyers reserve SKUs with a per-buyer limit (LIM-0,
+# LIM-1, and FLICK), in savepoints and transactions rolled back too; carts
+# of 1-4 lines of every kind of SKU are reserved whole or not at all, then
+# paid, abandoned, replayed or rolled back; sale windows open and close
+# while the load runs: NEVER's window is moved again and again but always
+# lies ahead, CLOSING's closes and OPENING's opens part-way through, and
+# FLICK's is set anew (open, about to open, over) many times a second.
+# Every answer is judged as it comes (a SKU with a fixed window answers
+# not_on_sale exactly outside it; a cart's lines are all ok or none), and
+# while a buyer's transaction holds the buyer's turn, the units it can see
+# are within the limit.
+#
 # The run is cut in three slices; between two, with the load stopped and
 # the worker paused, a checkpoint asserts that the cache agrees with the
 # tables, that nothing is oversold, that every row is in a legal state,
 # that each SKU's counters -- in inventory.stock, in its base row, live in
 # shared memory, and its statistics -- equal what its movements add up to,
-# computed independently, and that nothing rolled back left a trace.  At the
-# end the worker must clear every overdue reservation and fold everything.
+# computed independently, and that nothing rolled back left a trace; and
+# for the rules, that no buyer holds more than a SKU's limit, that nothing
+# was reserved outside the window in force (none of NEVER, none of CLOSING
+# from its end on, none of OPENING before its start, and each of FLICK's
+# within a window that was in force between its statement's start and its
+# return), and that every cart has all its lines or none.  At the end the
+# worker must clear every overdue reservation and fold everything.
 use strict;
 use warnings;
 use File::Basename qw(dirname);
@@ -62,6 +80,355 @@ $node->start;
 $node->safe_psql('postgres', slurp_file("$dir/setup.sql"));
 $node->safe_psql('postgres', 'CREATE EXTENSION amcheck');
 
+# The rules' world, added to setup.sql's.  CLOSING closes and OPENING opens
+# part-way through the run (relative to now, before the load starts).
+my $closes = int($seconds * 0.4) + 1;
+my $opens  = int($seconds * 0.25) + 1;
+$node->safe_psql('postgres', <<"SQL" . <<'SQL');
+\\set closes $closes
+\\set opens $opens
+SQL
+-- SKUs with rules, stock enough that only the rules refuse them
+SELECT count(inventory.restock(s, 1000000, 'init-' || s))
+  FROM unnest(ARRAY['LIM-0', 'LIM-1', 'NEVER', 'CLOSING', 'OPENING', 'FLICK']) s;
+SELECT inventory.set_rules('LIM-0', 2), inventory.set_rules('LIM-1', 3),
+	   inventory.set_rules('NEVER', NULL, now() + interval '1 day'),
+	   inventory.set_rules('CLOSING', NULL, NULL, now() + :closes * interval '1 s'),
+	   inventory.set_rules('OPENING', NULL, now() + :opens * interval '1 s');
+-- their statistics count from now (see torture.stats_base)
+INSERT INTO torture.stats_base
+SELECT * FROM torture.stats_offset WHERE sku IN ('LIM-0', 'LIM-1', 'NEVER', 'CLOSING', 'OPENING', 'FLICK');
+
+-- the new statuses of reserve (reserve_cart's lines are judged as reserves)
+INSERT INTO torture.outcome VALUES
+	('reserve', 'not_on_sale', false, NULL),
+	('reserve', 'buyer_required', false, NULL),
+	('reserve', 'limit_exceeded', false, NULL),
+	('reserve', 'cart_refused', false, NULL);
+CREATE UNLOGGED SEQUENCE torture.reserve_not_on_sale;
+CREATE UNLOGGED SEQUENCE torture.reserve_buyer_required;
+CREATE UNLOGGED SEQUENCE torture.reserve_limit_exceeded;
+CREATE UNLOGGED SEQUENCE torture.reserve_cart_refused;
+
+-- Buyer b of the moment: a new set of buyers every 3 s, so that buyers
+-- reach their limits and new ones come.
+CREATE FUNCTION torture.buyer(b int) RETURNS text LANGUAGE sql VOLATILE
+AS $$ SELECT 'b' || (extract(epoch FROM clock_timestamp()) / 3)::bigint || '-' || b $$;
+
+-- The units of a buyer that the caller sees (committed, and its own) must
+-- be within the SKU's limit: called while the caller's transaction holds
+-- the buyer's turn, they are all the buyer's units.  Not in REPEATABLE
+-- READ: its snapshot may still count units cancelled or expired since.
+CREATE FUNCTION torture.within(s text, b text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	lim bigint := (SELECT max_per_buyer FROM inventory.sku WHERE sku = s);
+	held bigint := (SELECT coalesce(sum(qty), 0) FROM inventory.ledger
+					 WHERE sku = s AND buyer_id = b AND state IN ('PENDING', 'CONFIRMED'));
+BEGIN
+	IF current_setting('transaction_isolation') <> 'read committed' THEN
+		RETURN;
+	END IF;
+	PERFORM torture.must(lim IS NULL OR held <= lim,
+						 format('buyer %s holds %s units of %s, over the limit of %s', b, held, s, lim));
+END
+$$;
+
+-- Whether a SKU whose window never moves during the run (NEVER's always
+-- lies ahead) is on sale at t.  A SKU the caller's snapshot does not see
+-- (NEW-x, created since) has no window.
+CREATE FUNCTION torture.on_sale(s text, t timestamptz) RETURNS boolean LANGUAGE sql STABLE
+AS $$ SELECT coalesce((SELECT coalesce(t >= sale_starts, true) AND coalesce(t < sale_ends, true)
+						 FROM inventory.sku WHERE sku = s), true) $$;
+
+-- FLICK's windows in the order they came into force: set_rules() locks
+-- FLICK's row until its transaction ends, so n, taken after it, follows the
+-- commits; set_at is before the commit.  Window n is in force, at most,
+-- from its set_at until the set_at of window n + 2.
+CREATE TABLE torture.window_log (n bigserial, sku text, sale_starts timestamptz,
+								 sale_ends timestamptz, set_at timestamptz);
+-- when a reservation of window.sql had returned, in its transaction
+CREATE TABLE torture.seen (order_id text, at timestamptz);
+
+-- A new window for FLICK (what 1: open now, closing within half a second;
+-- 2: opening within half a second, for 0.3 s; 3: over), or a new one ahead
+-- for NEVER (4).
+CREATE FUNCTION torture.flick(what int) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	s timestamptz;
+	e timestamptz;
+BEGIN
+	IF what = 4 THEN
+		PERFORM inventory.set_rules('NEVER', NULL, now() + interval '1 day' + random() * interval '1 day');
+		RETURN;
+	END IF;
+	s := CASE what WHEN 1 THEN now() - interval '1 s'
+				   WHEN 2 THEN now() + random() * interval '0.5 s'
+				   ELSE now() - interval '2 s' END;
+	e := CASE what WHEN 1 THEN now() + interval '10 ms' + random() * interval '0.5 s'
+				   WHEN 2 THEN s + interval '0.3 s'
+				   ELSE now() - interval '1 s' END;
+	PERFORM inventory.set_rules('FLICK', 4, s, e);
+	INSERT INTO torture.window_log (sku, sale_starts, sale_ends, set_at)
+	VALUES ('FLICK', s, e, clock_timestamp());
+END
+$$;
+SELECT torture.flick(1);
+
+-- The lines of cart number seed: HOT (40%), COLD (15%), LIM (25%), NEVER,
+-- CLOSING, OPENING (5% each), or a NEW SKU that may not exist yet (5%);
+-- two lines may be of one SKU.
+CREATE FUNCTION torture.cart(seed bigint, lines int, OUT skus text[], OUT qtys bigint[])
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT array_agg(CASE WHEN h % 20 < 8 THEN 'HOT-' || (h / 20 % 4)
+						  WHEN h % 20 < 11 THEN 'COLD-' || (h / 20 % 500)
+						  WHEN h % 20 < 16 THEN 'LIM-' || (h / 20 % 2)
+						  WHEN h % 20 = 16 THEN 'NEVER'
+						  WHEN h % 20 = 17 THEN 'CLOSING'
+						  WHEN h % 20 = 18 THEN 'OPENING'
+						  ELSE 'NEW-' || (h / 20 % 10) END ORDER BY j),
+		   array_agg(1 + h / 1000 % 2 ORDER BY j)
+	  FROM generate_series(1, lines) j, torture.mix(seed * 10 + j, 4) h
+$$;
+
+-- Reserves a cart and judges every line; returns whether it was reserved.
+-- replay: the same cart was reserved already in this transaction.  alone:
+-- nothing before it in its transaction wrote, so a refusal must have taken
+-- no transaction id.
+CREATE FUNCTION torture.reserve_cart(order_id text, skus text[], qtys bigint[], ttl interval,
+									 buyer text, replay boolean, alone boolean)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+	rs inventory.result[];
+	r inventory.result;
+	n int := cardinality(skus);
+	wrote boolean;
+	oks int := 0;
+	why int := 0;
+BEGIN
+	SELECT array_agg(ROW(t.ok, t.status, t.sku, t.qty, t.state, t.available, t.version, t.expires_at)::inventory.result
+					 ORDER BY t.i)
+	  INTO rs
+	  FROM inventory.reserve_cart(order_id, skus, qtys, ttl, buyer)
+		   WITH ORDINALITY AS t(ok, status, sku, qty, state, available, version, expires_at, i);
+	wrote := pg_current_xact_id_if_assigned() IS NOT NULL;
+	PERFORM torture.must(cardinality(rs) = n, format('cart %s: %s rows for %s lines', order_id, cardinality(rs), n));
+	FOR i IN 1 .. n LOOP
+		r := rs[i];
+		IF r.status = 'insufficient' THEN
+			-- judge() holds a refusal of a reserve against the available it
+			-- reports, read when it decided; a cart asks for the sum of its
+			-- lines of a SKU, and its refused lines report the available of
+			-- a later moment (cart.c reads them after giving back its
+			-- holds), which need not be below the demand: only its sign is
+			-- checked here
+			PERFORM torture.must(r.available >= 0, format('cart %s line %s: %s', order_id, i, r));
+			r.available := NULL;
+		END IF;
+		PERFORM torture.judge('reserve', r, skus[i], qtys[i], ttl,
+							  CASE WHEN alone THEN wrote END,
+							  allowed => CASE WHEN replay THEN '{duplicate}'
+										 ELSE '{ok,insufficient,unknown_sku,not_on_sale,buyer_required,limit_exceeded,cart_refused}' END::text[]);
+		oks := oks + (r.status IN ('ok', 'duplicate'))::int;
+		why := why + (r.status <> 'cart_refused')::int;
+		-- the rules, exactly: the windows of these SKUs do not move (NEVER's
+		-- is always ahead), LIM has a limit and no window
+		IF NOT replay AND r.status <> 'unknown_sku' THEN
+			PERFORM torture.must((r.status = 'not_on_sale') = NOT torture.on_sale(skus[i], statement_timestamp()),
+								 format('cart %s line %s: %s, but on sale is %s', order_id, i, r,
+										torture.on_sale(skus[i], statement_timestamp())));
+			IF torture.on_sale(skus[i], statement_timestamp()) THEN
+				PERFORM torture.must((r.status = 'buyer_required') = (skus[i] LIKE 'LIM-%' AND buyer IS NULL),
+									 format('cart %s line %s: %s for buyer %s', order_id, i, r, buyer));
+			END IF;
+			PERFORM torture.must(r.status <> 'limit_exceeded' OR skus[i] LIKE 'LIM-%',
+								 format('cart %s line %s: %s, for a SKU without a limit', order_id, i, r));
+		END IF;
+	END LOOP;
+	PERFORM torture.must(oks IN (0, n), format('cart %s: %s of %s lines reserved: %s', order_id, oks, n, rs));
+	PERFORM torture.must(oks = n OR why > 0, format('cart %s refused, no line says why: %s', order_id, rs));
+	IF oks = n AND buyer IS NOT NULL THEN
+		PERFORM torture.within(s, buyer) FROM unnest(skus) s WHERE s LIKE 'LIM-%';
+	END IF;
+	RETURN oks = n;
+END
+$$;
+
+-- Confirms or cancels a whole cart in the transaction that reserved it,
+-- and judges every line: a cart reserved has its lines settled in order
+-- (paid, or found expired when its ttl was short), a cart refused is not
+-- found.
+CREATE FUNCTION torture.settle_cart(op text, order_id text, whole boolean, skus text[], qtys bigint[])
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	rs inventory.result[];
+	n int := cardinality(skus);
+BEGIN
+	IF op = 'confirm' THEN
+		SELECT array_agg(ROW(t.ok, t.status, t.sku, t.qty, t.state, t.available, t.version, t.expires_at)::inventory.result
+						 ORDER BY t.i)
+		  INTO rs
+		  FROM inventory.confirm_order(order_id)
+			   WITH ORDINALITY AS t(ok, status, sku, qty, state, available, version, expires_at, i);
+	ELSE
+		SELECT array_agg(ROW(t.ok, t.status, t.sku, t.qty, t.state, t.available, t.version, t.expires_at)::inventory.result
+						 ORDER BY t.i)
+		  INTO rs
+		  FROM inventory.cancel_order(order_id)
+			   WITH ORDINALITY AS t(ok, status, sku, qty, state, available, version, expires_at, i);
+	END IF;
+	IF NOT whole THEN
+		PERFORM torture.must(cardinality(rs) = 1, format('%s_order of refused cart %s: %s', op, order_id, rs));
+		PERFORM torture.judge(op, rs[1], NULL, NULL, allowed => '{not_found}');
+		RETURN;
+	END IF;
+	PERFORM torture.must(cardinality(rs) = n, format('%s_order of cart %s of %s lines: %s', op, order_id, n, rs));
+	FOR i IN 1 .. n LOOP
+		PERFORM torture.judge(op, rs[i], skus[i], qtys[i],
+							  allowed => CASE op WHEN 'confirm' THEN '{ok,expired}' ELSE '{ok}' END::text[]);
+	END LOOP;
+END
+$$;
+SQL
+
+# The rules' scripts, in the mix with setup.sql's (script => [text, weight]).
+my %rules_mix = (
+	'limit.sql' => [ 8, <<'SCRIPT' ],
+-- A buyer of a limited SKU (LIM-0: 2 units, LIM-1: 3), one of the six
+-- buyers of the moment, reserves 1-3 units for 50 ms to 3 s; while the
+-- transaction holds the buyer's turn, the buyer's units are within the
+-- limit.  Then pays (60%), cancels (20%) or lets them expire (10%), or the
+-- whole transaction is rolled back (10%).  Some first reserve in a
+-- savepoint rolled back (10%), or without a buyer, refused (10%).  A
+-- quarter run in REPEATABLE READ: the limit counts the buyer's units as
+-- they are when the call is made, not as the snapshot saw them.
+\set order random(1, 9000000000000000000)
+\set b random(1, 6)
+\set lim random(0, 1)
+\set qty random(1, 3)
+\set ttl random(50, 3000)
+\set end random(1, 10)
+SELECT torture.buyer(:b) AS buyer \gset
+\if random(1, 4) = 1
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+\else
+BEGIN;
+\endif
+\if :end = 1
+SAVEPOINT s;
+SELECT torture.judge('reserve', r, 'LIM-' || :lim, :qty, ttl => :ttl * interval '1 ms',
+					 allowed => '{ok,limit_exceeded}')
+  FROM inventory.reserve('LIM-' || :lim, :qty, 'abort-lim-' || :order, 1, :ttl * interval '1 ms', NULL, ':buyer') r;
+SELECT torture.within('LIM-' || :lim, ':buyer');
+ROLLBACK TO SAVEPOINT s;
+\elif :end = 2
+SELECT torture.judge('reserve', r, 'LIM-' || :lim, :qty, allowed => '{buyer_required}',
+					 wrote => pg_current_xact_id_if_assigned() IS NOT NULL)
+  FROM inventory.reserve('LIM-' || :lim, :qty, 'lim-' || :order, 2, :ttl * interval '1 ms') r;
+\endif
+\if :end = 10
+SELECT torture.judge('reserve', r, 'LIM-' || :lim, :qty, ttl => :ttl * interval '1 ms',
+					 allowed => '{ok,limit_exceeded}', wrote => pg_current_xact_id_if_assigned() IS NOT NULL)
+  FROM inventory.reserve('LIM-' || :lim, :qty, 'abort-lim-' || :order, 2, :ttl * interval '1 ms', NULL, ':buyer') r;
+SELECT torture.within('LIM-' || :lim, ':buyer');
+ROLLBACK;
+\else
+-- after a savepoint that reserved, the transaction has an id: wrote is unknown
+SELECT torture.judge('reserve', r, 'LIM-' || :lim, :qty, ttl => :ttl * interval '1 ms',
+					 allowed => '{ok,limit_exceeded}',
+					 wrote => CASE WHEN :end = 1 THEN NULL ELSE pg_current_xact_id_if_assigned() IS NOT NULL END)
+	   = 'ok' AS got
+  FROM inventory.reserve('LIM-' || :lim, :qty, 'lim-' || :order, 1, :ttl * interval '1 ms', NULL, ':buyer') r \gset
+SELECT torture.within('LIM-' || :lim, ':buyer');
+\if :got AND :end <= 6
+SELECT torture.judge('confirm', r, 'LIM-' || :lim, :qty, allowed => '{ok,expired}')
+  FROM inventory.confirm('lim-' || :order) r;
+\elif :got AND :end <= 8
+SELECT torture.judge('cancel', r, 'LIM-' || :lim, :qty, allowed => '{ok}')
+  FROM inventory.cancel('lim-' || :order) r;
+\endif
+COMMIT;
+\endif
+SCRIPT
+	'cart.sql' => [ 8, <<'SCRIPT' ],
+-- A cart of 1-4 lines (torture.cart) for one of the buyers of the moment
+-- (or, one in ten, for no buyer: refused when a line is limited), held for
+-- 50 ms to 3 s; then paid whole (40%), cancelled whole (20%), replayed (10%:
+-- every line a duplicate when it was reserved), rolled back (10%), or left
+-- to expire.  Its order id carries its number of lines: the checkpoints
+-- find every cart with all of them or none.  A quarter run in REPEATABLE
+-- READ.
+\set order random(1, 9000000000000000000)
+\set seed random(1, 1000000000)
+\set lines random(1, 4)
+\set b random(1, 6)
+\set anon random(1, 10)
+\set ttl random(50, 3000)
+\set then random(1, 10)
+SELECT torture.buyer(:b) AS buyer \gset
+\if random(1, 4) = 1
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+\else
+BEGIN;
+\endif
+\if :then = 10
+SELECT torture.reserve_cart('abort-cart-' || :order, c.skus, c.qtys, :ttl * interval '1 ms',
+							CASE WHEN :anon = 1 THEN NULL ELSE ':buyer' END, false, true)
+  FROM torture.cart(:seed, :lines) c;
+ROLLBACK;
+\else
+SELECT torture.reserve_cart('cart-' || :lines || '-' || :order, c.skus, c.qtys, :ttl * interval '1 ms',
+							CASE WHEN :anon = 1 THEN NULL ELSE ':buyer' END, false, true) AS whole
+  FROM torture.cart(:seed, :lines) c \gset
+\if :then <= 4
+SELECT torture.settle_cart('confirm', 'cart-' || :lines || '-' || :order, ':whole'::boolean, c.skus, c.qtys)
+  FROM torture.cart(:seed, :lines) c;
+\elif :then <= 6
+SELECT torture.settle_cart('cancel', 'cart-' || :lines || '-' || :order, ':whole'::boolean, c.skus, c.qtys)
+  FROM torture.cart(:seed, :lines) c;
+\elif :then = 7 AND :whole
+SELECT torture.reserve_cart('cart-' || :lines || '-' || :order, c.skus, c.qtys, :ttl * interval '1 ms',
+							CASE WHEN :anon = 1 THEN NULL ELSE ':buyer' END, true, false)
+  FROM torture.cart(:seed, :lines) c;
+\endif
+COMMIT;
+\endif
+SCRIPT
+	'window.sql' => [ 6, <<'SCRIPT' ],
+-- A reservation of a SKU with a sale window, for one of the buyers of the
+-- moment: NEVER, CLOSING or OPENING, whose windows do not move (NEVER's is
+-- always ahead), answer not_on_sale exactly outside them; FLICK's window is
+-- set anew all the time, and it has a limit.  The moment the call had
+-- returned is noted in torture.seen, in the same transaction.
+\set order random(1, 9000000000000000000)
+\set which random(1, 4)
+\set b random(1, 6)
+\set qty random(1, 2)
+\set ttl random(50, 3000)
+SELECT torture.buyer(:b) AS buyer, (ARRAY['NEVER', 'CLOSING', 'OPENING', 'FLICK'])[:which] AS sku \gset
+BEGIN;
+SELECT torture.judge('reserve', r, ':sku', :qty, ttl => :ttl * interval '1 ms',
+					 wrote => pg_current_xact_id_if_assigned() IS NOT NULL,
+					 allowed => CASE WHEN ':sku' = 'FLICK' THEN '{ok,not_on_sale,limit_exceeded}'
+									 WHEN torture.on_sale(':sku', statement_timestamp()) THEN '{ok}'
+									 ELSE '{not_on_sale}' END::text[])
+  FROM inventory.reserve(':sku', :qty, 'win-' || :order, 1, :ttl * interval '1 ms', NULL, ':buyer') r;
+INSERT INTO torture.seen
+SELECT order_id, clock_timestamp() FROM inventory.ledger WHERE order_id = 'win-' || :order;
+SELECT torture.within(':sku', ':buyer');
+COMMIT;
+SCRIPT
+	'rules.sql' => [ 1, <<'SCRIPT' ]);
+-- The windows change under the buyers: FLICK's is set anew (open now,
+-- opening soon, over), NEVER's is moved (always ahead).
+\set what random(1, 4)
+SELECT torture.flick(:what);
+SCRIPT
+my $rules_dir = PostgreSQL::Test::Utils::tempdir;
+for my $script (keys %rules_mix)
+{
+	PostgreSQL::Test::Utils::append_to_file("$rules_dir/$script", $rules_mix{$script}[1]);
+}
+
 # the workers must be expiring and folding from the first second of the load
 $node->poll_query_until('postgres',
 	"SELECT visits >= 1 FROM inventory.worker_status WHERE datname = 'postgres'")
@@ -94,6 +461,7 @@ sub load
 	my @cmd = (
 		'pgbench', '--no-vacuum', "--client=$clients", '--jobs=2', "--time=$secs",
 		(map { ('-f', "$dir/load/$_\@$mix{$_}") } sort keys %mix),
+		(map { ('-f', "$rules_dir/$_\@$rules_mix{$_}[0]") } sort keys %rules_mix),
 		# old replays reach back to keys born as long ago as the run lasts
 		'-D', 'oldest=' . $seconds * 100,
 		'-h', $node->host, '-p', $node->port, 'postgres');
@@ -145,12 +513,59 @@ SELECT order_id, batch_id, count(*) FROM inventory.ledger
 		"$name: no key has two movements");
 	is( rows(q{
 SELECT count(bt_index_check(i.indexrelid, true)) FROM pg_index i
- WHERE i.indrelid IN ('inventory.ledger'::regclass, 'inventory.sku'::regclass)}), '4',
-		"$name: the four indexes of ledger and sku match their heaps (amcheck)");
+ WHERE i.indrelid IN ('inventory.ledger'::regclass, 'inventory.sku'::regclass)}), '5',
+		"$name: the five indexes of ledger and sku (ledger_buyer_idx since 0.2) match their heaps (amcheck)");
 	is( rows(q{
 SELECT order_id, batch_id FROM inventory.ledger
  WHERE order_id LIKE 'abort-%' OR (order_id LIKE 'sp-%' AND batch_id <> 1)}), '',
 		"$name: work rolled back (transactions, savepoints, exception blocks) left no row");
+
+	# I9, the rules
+	is( rows(q{
+SELECT l.sku, l.buyer_id, sum(l.qty), s.max_per_buyer
+  FROM inventory.ledger l JOIN inventory.sku s USING (sku)
+ WHERE l.kind = 'reserve' AND l.state IN ('PENDING', 'CONFIRMED') AND s.max_per_buyer IS NOT NULL
+ GROUP BY l.sku, l.buyer_id, s.max_per_buyer
+HAVING sum(l.qty) > s.max_per_buyer OR l.buyer_id IS NULL}), '',
+		"$name: no buyer holds more than a SKU's limit (PENDING + CONFIRMED), none holds one without a buyer");
+	is( rows(q{
+SELECT order_id, batch_id, created_at FROM inventory.ledger WHERE sku = 'NEVER' AND kind = 'reserve'}), '',
+		"$name: NEVER, whose window always lay ahead, has no reservation");
+	is( rows(q{
+SELECT l.order_id, l.batch_id, l.created_at, s.sale_ends
+  FROM inventory.ledger l JOIN inventory.sku s USING (sku)
+ WHERE l.sku = 'CLOSING' AND l.kind = 'reserve' AND NOT l.created_at < s.sale_ends}), '',
+		"$name: no reservation of CLOSING was made from the end of its window on");
+	is( rows(q{
+SELECT l.order_id, l.batch_id, l.created_at, s.sale_starts
+  FROM inventory.ledger l JOIN inventory.sku s USING (sku)
+ WHERE l.sku = 'OPENING' AND l.kind = 'reserve' AND NOT l.created_at >= s.sale_starts}), '',
+		"$name: no reservation of OPENING was made before its window opened");
+	# a reservation made at created_at (its statement's start) was admitted
+	# at a moment between created_at and seen.at, under the window then in
+	# the cache: one whose set_at is before that moment and that the window
+	# two later had not replaced before created_at
+	is( rows(q{
+WITH w AS (
+	SELECT sale_starts, sale_ends, set_at, lead(set_at, 2) OVER (ORDER BY n) AS gone_by
+	  FROM torture.window_log WHERE sku = 'FLICK')
+SELECT l.order_id, l.batch_id, l.created_at, s.at
+  FROM inventory.ledger l LEFT JOIN torture.seen s USING (order_id)
+ WHERE l.sku = 'FLICK' AND l.kind = 'reserve'
+   AND NOT EXISTS (SELECT FROM w
+					WHERE coalesce(l.created_at >= w.sale_starts, true)
+					  AND coalesce(l.created_at < w.sale_ends, true)
+					  AND w.set_at <= s.at
+					  AND coalesce(w.gone_by >= l.created_at, true))}), '',
+		"$name: every reservation of FLICK was made within a window of it in force at the time");
+	is( rows(q{
+SELECT order_id, count(*), min(batch_id), max(batch_id) FROM inventory.ledger
+ WHERE order_id LIKE 'cart-%'
+ GROUP BY order_id
+HAVING count(*) <> split_part(order_id, '-', 2)::int OR min(batch_id) <> 1
+	OR max(batch_id) <> split_part(order_id, '-', 2)::int
+	OR count(DISTINCT created_at) <> 1 OR count(DISTINCT coalesce(buyer_id, '')) <> 1}), '',
+		"$name: every cart has all its lines, made at once for one buyer, or none");
 }
 
 my @slices = (int($seconds / 3), int($seconds / 3));
@@ -181,6 +596,27 @@ is(rows('SELECT sum(reserved) FROM inventory.stock'), '0', 'the end: nothing is 
 my @log = grep { /\b(?:ERROR|FATAL|PANIC|WARNING):/ }
   split /\n/, slurp_file($node->logfile, $log_start);
 is(join("\n", @log), '', 'the server logged no ERROR, WARNING, FATAL or PANIC');
+
+# the rules were in the storm: every refusal of theirs happened, carts of
+# several lines were reserved, the windows opened and closed
+my %calls = map { split /\|/ } split /\n/,
+  rows(q{SELECT op || ' ' || status, calls FROM torture.outcome_counts});
+for my $status (qw(not_on_sale buyer_required limit_exceeded cart_refused))
+{
+	my $n = $calls{"reserve $status"} // 0;
+	ok($n > 0, "the rules: reserve answered $status ($n times)");
+}
+my ($carts, $closing, $opening, $flick, $windows) = split /\|/, rows(q{
+SELECT (SELECT count(DISTINCT order_id) FROM inventory.ledger WHERE order_id LIKE 'cart-%' AND batch_id > 1),
+	   (SELECT count(*) FROM inventory.ledger WHERE sku = 'CLOSING' AND kind = 'reserve'),
+	   (SELECT count(*) FROM inventory.ledger WHERE sku = 'OPENING' AND kind = 'reserve'),
+	   (SELECT count(*) FROM inventory.ledger WHERE sku = 'FLICK' AND kind = 'reserve'),
+	   (SELECT count(*) FROM torture.window_log)});
+ok($carts > 0, "the rules: carts of several lines were reserved ($carts)");
+ok($closing > 0 && $opening > 0,
+	"the rules: CLOSING sold before its window closed ($closing), OPENING after its opened ($opening)");
+ok($flick > 0 && $windows > 10,
+	"the rules: FLICK sold ($flick) under $windows windows set during the run");
 
 my $outcomes = rows(q{
 SELECT string_agg(op || ': ' || calls, '; ' ORDER BY op)
