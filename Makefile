@@ -18,6 +18,7 @@ OBJS = \
 	src/api.o \
 	src/cart.o \
 	src/rules.o \
+	src/keyfilter.o \
 	src/verify.o \
 	src/stats.o \
 	src/maintenance.o \

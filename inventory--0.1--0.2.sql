@@ -258,3 +258,44 @@ GRANT EXECUTE ON FUNCTION
 TO inventory_app;
 GRANT EXECUTE ON FUNCTION inventory.set_rules(text, bigint, timestamptz, timestamptz)
 	TO inventory_admin;
+
+------------------------------------------------------------------------------
+-- The key filter: which keys are certainly absent from the ledger, so that
+-- a refused reserve reads no index
+------------------------------------------------------------------------------
+
+CREATE FUNCTION inventory.key_filter_info(
+	OUT bytes bigint, OUT hashes integer, OUT fill double precision,
+	OUT false_positive_rate double precision, OUT keys_added bigint,
+	OUT said_absent bigint, OUT said_maybe bigint, OUT false_positives bigint,
+	OUT ready boolean)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'inventory_key_filter_info' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.key_filter_info() IS
+	'size, fill and false-positive rate of the filter of keys absent from the ledgers, for all databases';
+
+CREATE VIEW inventory.key_filter AS SELECT * FROM inventory.key_filter_info();
+COMMENT ON VIEW inventory.key_filter IS
+	'size, fill and false-positive rate of the filter of keys absent from the ledgers, for all databases';
+COMMENT ON COLUMN inventory.key_filter.bytes IS 'shared memory of the filter (inventory.key_filter_size); 0: off';
+COMMENT ON COLUMN inventory.key_filter.hashes IS 'bits each key sets';
+COMMENT ON COLUMN inventory.key_filter.fill IS 'share of the bits set';
+COMMENT ON COLUMN inventory.key_filter.false_positive_rate IS
+	'expected share of absent keys said maybe present (fill ^ hashes), each costing one lookup';
+COMMENT ON COLUMN inventory.key_filter.keys_added IS 'keys added since the server started, rows rolled back and rebuilds included';
+COMMENT ON COLUMN inventory.key_filter.said_absent IS 'lookups answered from the filter: the key is certainly absent';
+COMMENT ON COLUMN inventory.key_filter.said_maybe IS 'keys said maybe present, then looked up in the index';
+COMMENT ON COLUMN inventory.key_filter.false_positives IS 'of those, keys the index did not have';
+COMMENT ON COLUMN inventory.key_filter.ready IS
+	'whether the filter knows every key of this database''s ledger (after a start, once a worker or key_filter_rebuild() has read them); until then every key is looked up';
+
+CREATE FUNCTION inventory.key_filter_rebuild() RETURNS bigint
+	AS 'MODULE_PATHNAME', 'inventory_key_filter_rebuild' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
+COMMENT ON FUNCTION inventory.key_filter_rebuild() IS
+	'read this database''s keys into the key filter now (a worker does it after a start); returns how many';
+
+REVOKE ALL ON inventory.key_filter FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION inventory.key_filter_info(), inventory.key_filter_rebuild() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.key_filter_info(), inventory.key_filter_rebuild() TO inventory_admin;
+GRANT SELECT ON inventory.key_filter TO inventory_admin;

@@ -10,10 +10,11 @@
  *
  * Every write goes through the executor's insert or update of a table row,
  * so the trigger (trigger.c) sees it like any other write.  reserve()
- * decides admission in shared memory first: a refusal reads no table (but
- * the key's index entry, to recognise a replay) and writes nothing.  A call
- * that writes a movement first locks its key, so that calls with the same
- * key take turns and a replay is recognised, never refused by the unique
+ * decides admission in shared memory first: a refusal reads no table and
+ * writes nothing; it looks its key up, to recognise a replay, only when the
+ * key filter (keyfilter.c) says the key may be in the ledger.  A call that
+ * writes a movement first locks its key, so that calls with the same key
+ * take turns and a replay is recognised, never refused by the unique
  * index.
  */
 #include "postgres.h"
@@ -38,6 +39,7 @@
 #include "catalog.h"
 #include "maintenance.h"
 #include "inventory.h"
+#include "keyfilter.h"
 #include "ledger.h"
 #include "outcome.h"
 #include "rules.h"
@@ -92,11 +94,33 @@ static InvStmt expire_one = {
 
 /* ---- keys ---- */
 
+/* May the key be in the ledger?  See keyfilter.c. */
+static bool
+KeyMaybe(text *order_id, int32 batch_id)
+{
+	return KeyFilterMaybe(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
+						  batch_id);
+}
+
+static bool
+LookUpKey(text *order_id, int32 batch_id, LedgerRow *m)
+{
+	if (LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
+						   batch_id, m))
+		return true;
+	KeyFilterFalsePositive();
+	return false;
+}
+
+/*
+ * The movement under a key, if there is one: looked up in the key's index
+ * unless the key filter knows the key is absent.  The caller holds the
+ * key's lock.
+ */
 bool
 FindKey(text *order_id, int32 batch_id, LedgerRow *m)
 {
-	return LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
-							  batch_id, m);
+	return KeyMaybe(order_id, batch_id) && LookUpKey(order_id, batch_id, m);
 }
 
 void
@@ -171,9 +195,9 @@ inventory_reserve(PG_FUNCTION_ARGS)
 	OutcomeSetCounters(&o, &view);
 
 	/* then, whatever the answer, is the key a replay? */
-	LockKey(order_id, batch_id);
 	if (admit == INV_ADMIT_OK)
 	{
+		LockKey(order_id, batch_id);
 		if (!FindKey(order_id, batch_id, &m))
 		{
 			LedgerNew	n;
@@ -215,12 +239,21 @@ inventory_reserve(PG_FUNCTION_ARGS)
 		return OutcomeDatum(&o);
 	}
 
-	/* refused; but a replay of a reservation made earlier is a duplicate */
-	if (FindKey(order_id, batch_id, &m))
-		OutcomeReplay(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty,
-					  buyer_id, &o);
-	else
-		o.status = RefusalStatus(admit);
+	/*
+	 * Refused; but a replay of a reservation made earlier is a duplicate.  A
+	 * key the filter knows to be absent needs neither its lock nor a lookup.
+	 */
+	if (KeyMaybe(order_id, batch_id))
+	{
+		LockKey(order_id, batch_id);
+		if (LookUpKey(order_id, batch_id, &m))
+		{
+			OutcomeReplay(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty,
+						  buyer_id, &o);
+			return OutcomeDatum(&o);
+		}
+	}
+	o.status = RefusalStatus(admit);
 	return OutcomeDatum(&o);
 }
 
@@ -496,4 +529,21 @@ inventory_fold(PG_FUNCTION_ARGS)
 {
 	CheckWritable("inventory.fold()");
 	PG_RETURN_INT64(FoldSettled(NULL, 0, ArgMaxRows(fcinfo, 0), true));
+}
+
+/* Reads this database's keys into the key filter now (the worker does it too). */
+PG_FUNCTION_INFO_V1(inventory_key_filter_rebuild);
+Datum
+inventory_key_filter_rebuild(PG_FUNCTION_ARGS)
+{
+	int64		n;
+
+	PreventCommandDuringRecovery("inventory.key_filter_rebuild()");
+	n = KeyFilterRebuild();
+	if (n < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the key filter is off"),
+				 errhint("Set inventory.key_filter_size above zero and restart the server.")));
+	PG_RETURN_INT64(n);
 }

@@ -20,6 +20,7 @@
 
 #include "cache.h"
 #include "inventory.h"
+#include "keyfilter.h"
 #include "launcher.h"
 #include "pool.h"
 #include "utility.h"
@@ -35,6 +36,7 @@ int			inv_expire_batch = 1000;
 int			inv_fold_batch = 10000;
 int			inv_max_workers = 2;
 int			inv_max_databases = 1000;
+int			inv_key_filter_size = 8192;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -46,7 +48,8 @@ InventoryShmemRequest(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(add_size(CacheShmemSize(), PoolShmemSize()));
+	RequestAddinShmemSpace(add_size(add_size(CacheShmemSize(), PoolShmemSize()),
+									KeyFilterShmemSize()));
 	RequestNamedLWLockTranche("inventory", INV_NUM_LOCKS);
 }
 
@@ -58,6 +61,7 @@ InventoryShmemStartup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	CacheShmemInit();
 	PoolShmemInit();
+	KeyFilterShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -94,6 +98,14 @@ DefineSettings(void)
 							&inv_max_databases,
 							1000, 1, 100000,
 							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("inventory.key_filter_size",
+							"Shared memory for the filter that tells keys certainly absent from the ledgers.",
+							"A refused reserve whose key the filter says absent reads no index; 0 turns the filter off.",
+							&inv_key_filter_size,
+							8192, 0, INT_MAX / 1024,
+							PGC_POSTMASTER, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("inventory.worker_enabled",

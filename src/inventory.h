@@ -25,5 +25,6 @@ extern int	inv_expire_batch;
 extern int	inv_fold_batch;
 extern int	inv_max_workers;
 extern int	inv_max_databases;
+extern int	inv_key_filter_size;	/* kB */
 
 #endif							/* INVENTORY_H */

@@ -13,6 +13,7 @@
 #include "utils/timestamp.h"
 
 #include "cache.h"
+#include "keyfilter.h"
 #include "pool.h"
 
 #define SKU_STATS_COLS 18
@@ -84,6 +85,32 @@ inventory_cache_info(PG_FUNCTION_ARGS)
 	v[2] = Int64GetDatum(info.bytes_per_entry);
 	v[3] = Int64GetDatum(info.loads);
 	v[4] = Int64GetDatum(info.evictions);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), v, nulls)));
+}
+
+/* inventory.key_filter: the filter of keys absent from the ledgers */
+PG_FUNCTION_INFO_V1(inventory_key_filter_info);
+Datum
+inventory_key_filter_info(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	KeyFilterInfo info;
+	Datum		v[9];
+	bool		nulls[9];
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	KeyFilterGetInfo(&info);
+	memset(nulls, 0, sizeof(nulls));
+	v[0] = Int64GetDatum(info.bytes);
+	v[1] = Int32GetDatum(info.hashes);
+	v[2] = Float8GetDatum(info.fill);
+	v[3] = Float8GetDatum(info.false_positive_rate);
+	v[4] = Int64GetDatum(info.keys_added);
+	v[5] = Int64GetDatum(info.said_absent);
+	v[6] = Int64GetDatum(info.said_maybe);
+	v[7] = Int64GetDatum(info.false_positives);
+	v[8] = BoolGetDatum(info.ready);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), v, nulls)));
 }
 

@@ -32,6 +32,7 @@
 #include "cache.h"
 #include "maintenance.h"
 #include "inventory.h"
+#include "keyfilter.h"
 #include "ledger.h"
 #include "pool.h"
 #include "restore.h"
@@ -258,6 +259,8 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 		/* history, as pg_dump wrote it: checked, and taken as it is */
 		LedgerCheckSku(VARDATA_ANY(new.sku), VARSIZE_ANY_EXHDR(new.sku));
 		CheckRestoredMovement(&new);
+		KeyFilterAdd(VARDATA_ANY(new.order_id), VARSIZE_ANY_EXHDR(new.order_id),
+					 new.batch_id);
 		return td->tg_trigtuple;
 	}
 
@@ -279,6 +282,9 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 			vals[ncols++] = TimestampTzGetDatum(new.expires_at);
 		}
 		CheckNewMovement(&new);
+		/* the key's bits are set before its row can be seen (keyfilter.c) */
+		KeyFilterAdd(VARDATA_ANY(new.order_id), VARSIZE_ANY_EXHDR(new.order_id),
+					 new.batch_id);
 	}
 	else
 	{

@@ -35,6 +35,7 @@
 #include "cache.h"
 #include "maintenance.h"
 #include "inventory.h"
+#include "keyfilter.h"
 #include "pool.h"
 #include "stmt.h"
 
@@ -105,6 +106,12 @@ WorkerRound(void)
 		PoolVisitRound(0, 0, TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 														 inv_expire_interval), 0);
 		return;
+	}
+	/* after a start, the key filter learns this database's keys first */
+	if (!KeyFilterReady())
+	{
+		pgstat_report_activity(STATE_RUNNING, "inventory: reading the ledger's keys");
+		(void) KeyFilterRebuild();
 	}
 	pgstat_report_activity(STATE_RUNNING, "inventory: expiring overdue reservations");
 	expired = ExpireOverdue(inv_expire_batch);

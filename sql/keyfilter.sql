@@ -1,0 +1,83 @@
+-- keyfilter: a refused reserve whose key is certainly absent from the
+-- ledger reads no index and takes no lock; every key in the ledger is
+-- still recognised
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS inventory;
+RESET client_min_messages;
+
+SELECT ok, status FROM inventory.restock('K-TEE', 2, 'k-in-1');
+SELECT ok, status FROM inventory.reserve('K-TEE', 2, 'k-order-1');
+
+-- scans of the key's index so far (pending statistics of this backend),
+-- and key locks held
+CREATE FUNCTION pg_temp.scans() RETURNS bigint LANGUAGE sql AS $$
+SELECT pg_stat_get_xact_numscans('inventory.ledger_pkey'::regclass)
+$$;
+CREATE FUNCTION pg_temp.key_locks() RETURNS bigint LANGUAGE sql AS $$
+SELECT count(*) FROM pg_locks
+ WHERE locktype = 'object' AND classid = 'inventory.ledger'::regclass
+   AND objsubid = 0 AND pid = pg_backend_pid()
+$$;
+
+-- until this database's keys have been read (the worker does it after a
+-- start), every key is looked up
+SELECT bytes > 0 AS on, hashes, ready FROM inventory.key_filter;
+BEGIN;
+SELECT pg_temp.scans() AS scans \gset
+SELECT ok, status FROM inventory.reserve('K-TEE', 1, 'k-order-2');
+SELECT pg_temp.scans() - :scans AS scans, pg_temp.key_locks() AS key_locks;
+COMMIT;
+
+SELECT inventory.key_filter_rebuild() > 0 AS keys_read;
+SELECT ready, keys_added > 0 AS added, fill > 0 AS filled,
+       false_positive_rate < 0.001 AS few_false_positives
+  FROM inventory.key_filter;
+
+-- now a refusal of a new key reads nothing...
+BEGIN;
+SELECT pg_temp.scans() AS scans \gset
+SELECT ok, status FROM inventory.reserve('K-TEE', 1, 'k-order-3');
+SELECT pg_temp.scans() - :scans AS scans, pg_temp.key_locks() AS key_locks;
+COMMIT;
+-- ... and a replayed key is still a duplicate, sold out or not
+SELECT ok, status FROM inventory.reserve('K-TEE', 2, 'k-order-1');
+SELECT ok, status FROM inventory.restock('K-TEE', 2, 'k-in-1');
+
+-- an admitted reserve of a new key locks it and leaves the lookup to the
+-- insert's own unique check
+SELECT ok, status FROM inventory.restock('K-TEE', 1, 'k-in-2');
+BEGIN;
+SELECT pg_temp.scans() AS scans \gset
+SELECT ok, status FROM inventory.reserve('K-TEE', 1, 'k-order-4');
+SELECT pg_temp.scans() - :scans AS scans, pg_temp.key_locks() AS key_locks;
+COMMIT;
+SELECT ok, status FROM inventory.reserve('K-TEE', 1, 'k-order-4');
+
+-- keys written by hand and by a restore's COPY are known too: reusing them
+-- for a reservation is the reused-key error, not a refusal
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+VALUES ('k-by-hand', 1, 'restock', 'K-TEE', 1);
+SELECT ok, status FROM inventory.reserve('K-TEE', 9, 'k-by-hand');
+COPY inventory.ledger FROM stdin;
+k-restored	1	restock	K-TEE	1	\N	\N	2026-01-01 00:00:00+00	\N	\N	f	\N
+\.
+SELECT ok, status FROM inventory.reserve('K-TEE', 9, 'k-restored');
+
+-- a key of a rolled-back reservation leaves its bits: a lookup, not found,
+-- and the key is free
+BEGIN;
+SELECT ok, status FROM inventory.reserve('K-TEE', 1, 'k-rolled-back');
+ROLLBACK;
+SELECT false_positives AS fp FROM inventory.key_filter \gset
+SELECT ok, status FROM inventory.reserve('K-TEE', 1, 'k-rolled-back');
+SELECT false_positives - :fp AS new_false_positives FROM inventory.key_filter;
+
+-- a key whose folded movement an administrator deleted is free again
+SELECT ok, status FROM inventory.confirm('k-order-1');
+SELECT inventory.fold() > 0 AS folded;
+DELETE FROM inventory.ledger WHERE order_id = 'k-order-1';
+SELECT ok, status FROM inventory.restock('K-TEE', 5, 'k-order-1');
+
+SELECT sku, on_hand, reserved, available FROM inventory.stock WHERE sku = 'K-TEE';
+SELECT * FROM inventory.verify();
+SELECT inventory.fold() >= 0 AS folded;
