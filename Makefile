@@ -17,6 +17,7 @@ OBJS = \
 	src/outcome.o \
 	src/api.o \
 	src/cart.o \
+	src/batch.o \
 	src/rules.o \
 	src/keyfilter.o \
 	src/verify.o \

@@ -299,3 +299,18 @@ REVOKE ALL ON inventory.key_filter FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION inventory.key_filter_info(), inventory.key_filter_rebuild() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.key_filter_info(), inventory.key_filter_rebuild() TO inventory_admin;
 GRANT SELECT ON inventory.key_filter TO inventory_admin;
+
+------------------------------------------------------------------------------
+-- Batched admission: independent reservations in one call and one commit
+------------------------------------------------------------------------------
+
+CREATE FUNCTION inventory.reserve_many(skus text[], qtys bigint[], order_ids text[],
+									   ttl interval DEFAULT NULL,
+									   buyer_ids text[] DEFAULT NULL)
+	RETURNS SETOF inventory.result
+	AS 'MODULE_PATHNAME', 'inventory_reserve_many' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER ROWS 50;
+COMMENT ON FUNCTION inventory.reserve_many(text[], bigint[], text[], interval, text[]) IS
+	'independent reservations in one call: element i holds qtys[i] units of skus[i] for (order_ids[i], 1), as reserve() would; one result row each';
+REVOKE EXECUTE ON FUNCTION inventory.reserve_many(text[], bigint[], text[], interval, text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.reserve_many(text[], bigint[], text[], interval, text[]) TO inventory_app;

@@ -162,37 +162,30 @@ AnsweredReplay(text *order_id, int32 batch_id, InvKind kind, text *sku,
 
 /* ---- reserve ---- */
 
-PG_FUNCTION_INFO_V1(inventory_reserve);
-Datum
-inventory_reserve(PG_FUNCTION_ARGS)
+/*
+ * One reservation: qty units of sku for (order_id, batch_id) until
+ * expires_at, for buyer_id (or NULL), checked against expected_version
+ * (or NULL); fills *o with the outcome.  Shared by reserve() and
+ * reserve_many().
+ */
+void
+ReserveOne(text *sku, int64 qty, text *order_id, int32 batch_id,
+		   TimestampTz expires_at, const int64 *expected_version,
+		   text *buyer_id, Outcome *o)
 {
-	text	   *sku = ArgSku(fcinfo, 0);
-	int64		qty = ArgQuantity(fcinfo, 1, "qty", false);
-	text	   *order_id = ArgOrderId(fcinfo, 2);
-	int32		batch_id = ArgBatchId(fcinfo, 3);
-	TimestampTz now = GetCurrentStatementStartTimestamp();
-	TimestampTz expires_at = ExpiresAt(fcinfo, 4, now);
-	bool		has_expected = !PG_ARGISNULL(5);
-	int64		expected = has_expected ? PG_GETARG_INT64(5) : 0;
-	/* reserve() of a 0.1 schema not updated yet has no buyer_id */
-	text	   *buyer_id = ArgBuyerId(fcinfo, 6);
-	InvSale		sale = {now, buyer_id != NULL};
+	InvSale		sale = {GetCurrentStatementStartTimestamp(), buyer_id != NULL};
 	int			mark = PendingMark();
-	Outcome		o;
 	InvKey		key;
 	InvView		view;
 	InvAdmit	admit;
 	LedgerRow	m;
 
-	CheckWritable("inventory.reserve()");
-
-	OutcomeInit(&o, sku, qty);
+	OutcomeInit(o, sku, qty);
 	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
 
 	/* is it on sale, is there enough?  decided in shared memory first */
-	admit = PendingReserve(&key, qty, has_expected ? &expected : NULL, &sale,
-						   &view);
-	OutcomeSetCounters(&o, &view);
+	admit = PendingReserve(&key, qty, expected_version, &sale, &view);
+	OutcomeSetCounters(o, &view);
 
 	/* then, whatever the answer, is the key a replay? */
 	if (admit == INV_ADMIT_OK)
@@ -211,9 +204,9 @@ inventory_reserve(PG_FUNCTION_ARGS)
 			{
 				PendingDropUnbound(&key);
 				PendingUnpinSince(&key, mark);
-				o.status = "limit_exceeded";
-				OutcomeReadCounters(&o, o.sku);
-				return OutcomeDatum(&o);
+				o->status = "limit_exceeded";
+				OutcomeReadCounters(o, o->sku);
+				return;
 			}
 
 			NewMovement(&n, order_id, batch_id, INV_KIND_RESERVE, sku, qty);
@@ -223,20 +216,20 @@ inventory_reserve(PG_FUNCTION_ARGS)
 			n.rules_checked = true;
 			LedgerInsert(&n);
 
-			o.ok = true;
-			o.status = "ok";
-			o.has_state = true;
-			o.state = INV_PENDING;
-			o.has_expires_at = true;
-			o.expires_at = expires_at;
-			return OutcomeDatum(&o);
+			o->ok = true;
+			o->status = "ok";
+			o->has_state = true;
+			o->state = INV_PENDING;
+			o->has_expires_at = true;
+			o->expires_at = expires_at;
+			return;
 		}
 		/* a replay: give back the hold just taken */
 		PendingDropUnbound(&key);
 		PendingUnpinSince(&key, mark);
 		OutcomeReplay(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty,
-					  buyer_id, &o);
-		return OutcomeDatum(&o);
+					  buyer_id, o);
+		return;
 	}
 
 	/*
@@ -249,11 +242,31 @@ inventory_reserve(PG_FUNCTION_ARGS)
 		if (LookUpKey(order_id, batch_id, &m))
 		{
 			OutcomeReplay(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty,
-						  buyer_id, &o);
-			return OutcomeDatum(&o);
+						  buyer_id, o);
+			return;
 		}
 	}
-	o.status = RefusalStatus(admit);
+	o->status = RefusalStatus(admit);
+}
+
+PG_FUNCTION_INFO_V1(inventory_reserve);
+Datum
+inventory_reserve(PG_FUNCTION_ARGS)
+{
+	text	   *sku = ArgSku(fcinfo, 0);
+	int64		qty = ArgQuantity(fcinfo, 1, "qty", false);
+	text	   *order_id = ArgOrderId(fcinfo, 2);
+	int32		batch_id = ArgBatchId(fcinfo, 3);
+	TimestampTz expires_at = ExpiresAt(fcinfo, 4, GetCurrentStatementStartTimestamp());
+	bool		has_expected = !PG_ARGISNULL(5);
+	int64		expected = has_expected ? PG_GETARG_INT64(5) : 0;
+	/* reserve() of a 0.1 schema not updated yet has no buyer_id */
+	text	   *buyer_id = ArgBuyerId(fcinfo, 6);
+	Outcome		o;
+
+	CheckWritable("inventory.reserve()");
+	ReserveOne(sku, qty, order_id, batch_id, expires_at,
+			   has_expected ? &expected : NULL, buyer_id, &o);
 	return OutcomeDatum(&o);
 }
 

@@ -139,7 +139,7 @@ ArgMaxRows(FunctionCallInfo fcinfo, int n)
 /* The elements of a one-dimensional array argument without NULLs. */
 static void
 ArgArray(FunctionCallInfo fcinfo, int n, const char *name, Oid elemtype,
-		 Datum **elems, int *nelems)
+		 Datum **elems, bool **nullsp, int *nelems)
 {
 	ArrayType  *arr;
 	bool	   *nulls;
@@ -159,6 +159,11 @@ ArgArray(FunctionCallInfo fcinfo, int n, const char *name, Oid elemtype,
 	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
 	deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
 					  elems, &nulls, nelems);
+	if (nullsp != NULL)
+	{
+		*nullsp = nulls;
+		return;
+	}
 	for (int i = 0; i < *nelems; i++)
 	{
 		if (nulls[i])
@@ -169,20 +174,37 @@ ArgArray(FunctionCallInfo fcinfo, int n, const char *name, Oid elemtype,
 	}
 }
 
-/* skus[]: each a valid SKU.  Returns the number of elements. */
+/*
+ * A text[] of keys (skus, order_ids, buyer_ids), each checked by check.
+ * With allow_nulls, a NULL array or element is a NULL item (and a NULL
+ * array has no elements: returns -1); else an error.  Returns the number
+ * of elements.
+ */
 int
-ArgTextArray(FunctionCallInfo fcinfo, int n, const char *name, text ***items)
+ArgTextArray(FunctionCallInfo fcinfo, int n, const char *name,
+			 void (*check) (const char *, int), bool allow_nulls,
+			 text ***items)
 {
 	Datum	   *elems;
+	bool	   *nulls = NULL;
 	int			nelems;
 
-	ArgArray(fcinfo, n, name, TEXTOID, &elems, &nelems);
+	if (allow_nulls && (PG_NARGS() <= n || PG_ARGISNULL(n)))
+	{
+		*items = NULL;
+		return -1;
+	}
+	ArgArray(fcinfo, n, name, TEXTOID, &elems, allow_nulls ? &nulls : NULL, &nelems);
 	*items = palloc(Max(1, nelems) * sizeof(text *));
 	for (int i = 0; i < nelems; i++)
 	{
-		text	   *t = DatumGetTextPP(elems[i]);
+		text	   *t = NULL;
 
-		LedgerCheckSku(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+		if (nulls == NULL || !nulls[i])
+		{
+			t = DatumGetTextPP(elems[i]);
+			check(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+		}
 		(*items)[i] = t;
 	}
 	return nelems;
@@ -196,7 +218,7 @@ ArgQuantityArray(FunctionCallInfo fcinfo, int n, const char *name,
 	Datum	   *elems;
 	int			nelems;
 
-	ArgArray(fcinfo, n, name, INT8OID, &elems, &nelems);
+	ArgArray(fcinfo, n, name, INT8OID, &elems, NULL, &nelems);
 	*items = palloc(Max(1, nelems) * sizeof(int64));
 	for (int i = 0; i < nelems; i++)
 	{

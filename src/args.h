@@ -22,6 +22,7 @@ extern int64 ArgQuantity(FunctionCallInfo fcinfo, int n, const char *name,
 extern TimestampTz ExpiresAt(FunctionCallInfo fcinfo, int n, TimestampTz now);
 extern int64 ArgMaxRows(FunctionCallInfo fcinfo, int n);
 extern int	ArgTextArray(FunctionCallInfo fcinfo, int n, const char *name,
+						 void (*check) (const char *, int), bool allow_nulls,
 						 text ***items);
 extern int	ArgQuantityArray(FunctionCallInfo fcinfo, int n, const char *name,
 							 int64 **items);

@@ -44,16 +44,6 @@ typedef struct CartSku
 	InvView		view;
 } CartSku;
 
-static int
-CompareText(text *a, text *b)
-{
-	int			la = VARSIZE_ANY_EXHDR(a);
-	int			lb = VARSIZE_ANY_EXHDR(b);
-	int			c = memcmp(VARDATA_ANY(a), VARDATA_ANY(b), Min(la, lb));
-
-	return c != 0 ? c : (la > lb) - (la < lb);
-}
-
 static text **sort_skus;
 
 static int
@@ -61,7 +51,7 @@ CompareLines(const void *a, const void *b)
 {
 	int			ia = *(const int *) a;
 	int			ib = *(const int *) b;
-	int			c = CompareText(sort_skus[ia], sort_skus[ib]);
+	int			c = LedgerCompareText(sort_skus[ia], sort_skus[ib]);
 
 	return c != 0 ? c : (ia > ib) - (ia < ib);
 }
@@ -86,7 +76,7 @@ GroupLines(text **skus, int64 *qtys, int n, CartSku **cart_skus, int *group)
 	{
 		int			i = order[k];
 
-		if (ng == 0 || CompareText(g[ng - 1].sku, skus[i]) != 0)
+		if (ng == 0 || LedgerCompareText(g[ng - 1].sku, skus[i]) != 0)
 		{
 			g[ng].sku = skus[i];
 			CacheMakeKey(&g[ng].key, VARDATA_ANY(skus[i]), VARSIZE_ANY_EXHDR(skus[i]));
@@ -148,7 +138,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 	text	   *order_id = ArgOrderId(fcinfo, 0);
 	text	  **skus;
 	int64	   *qtys;
-	int			n = ArgTextArray(fcinfo, 1, "skus", &skus);
+	int			n = ArgTextArray(fcinfo, 1, "skus", LedgerCheckSku, false, &skus);
 	int			nqtys = ArgQuantityArray(fcinfo, 2, "qtys", &qtys);
 	TimestampTz now = GetCurrentStatementStartTimestamp();
 	TimestampTz expires_at = ExpiresAt(fcinfo, 3, now);

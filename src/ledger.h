@@ -60,6 +60,7 @@ extern void LedgerRowEffect(const LedgerRow *row, InvEffect *effect);
 extern void LedgerDecode(HeapTuple tup, TupleDesc desc, LedgerRow *row);
 extern bool LedgerRowIsSettled(const LedgerRow *row);
 extern bool LedgerRowIsSku(const LedgerRow *row, text *sku);
+extern int	LedgerCompareText(text *a, text *b);
 
 extern void LedgerCheckSku(const char *sku, int len);
 extern void LedgerCheckOrderId(const char *order_id, int len);

@@ -103,6 +103,19 @@ RulesAdmitBuyer(text *sku, text *buyer_id, int64 qty, int64 limit,
 }
 
 /*
+ * Takes a buyer's lock ahead of the calls that need it, so that a batch
+ * takes its locks in one fixed order (batch.c).
+ */
+void
+RulesLockBuyer(text *sku, text *buyer_id)
+{
+	LOCKTAG		tag;
+
+	BuyerLockTag(&tag, sku, buyer_id);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
  * Gives back a buyer's lock that RulesAdmitBuyer() took for units that
  * will not be written after all (a cart refused for another SKU).
  */

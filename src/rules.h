@@ -45,6 +45,7 @@ InvRulesEqual(const InvRules *a, const InvRules *b)
 extern void RulesDecode(HeapTuple tup, TupleDesc desc, InvRules *rules);
 extern bool RulesAdmitBuyer(text *sku, text *buyer_id, int64 qty,
 							int64 limit, int64 *holding, bool *took_lock);
+extern void RulesLockBuyer(text *sku, text *buyer_id);
 extern void RulesReleaseBuyer(text *sku, text *buyer_id);
 extern void RulesCheckNewReservation(text *sku, text *buyer_id,
 									 const InvRules *rules, TimestampTz now);
