@@ -12,7 +12,8 @@
  * wait -- the keys', then the buyers' -- are taken first, each kind in one
  * fixed order (bytes of the key; bytes of the SKU, then of the buyer), as
  * reserve() and reserve_cart() take them one kind after the other, so two
- * batches never deadlock with each other or with those calls.
+ * batches never deadlock with each other or with those calls.  Each element
+ * is admitted under the rules committed when its turn comes.
  */
 #include "postgres.h"
 
@@ -25,7 +26,6 @@
 
 #include "api.h"
 #include "args.h"
-#include "cache.h"
 #include "ledger.h"
 #include "outcome.h"
 #include "rules.h"
@@ -49,7 +49,11 @@ CompareLockOrder(const void *a, const void *b)
 	return LedgerCompareText(x->second, y->second);
 }
 
-/* The keys' locks, then the buyers' of limited SKUs, in byte order. */
+/*
+ * The keys' locks, then the buyers', in byte order.  Every element with a
+ * buyer takes its buyer's lock, limited SKU or not: a limit set while the
+ * batch waits would otherwise make it take one later, out of order.
+ */
 static void
 LockInOrder(text **skus, text **order_ids, text **buyer_ids, int n)
 {
@@ -67,13 +71,7 @@ LockInOrder(text **skus, text **order_ids, text **buyer_ids, int n)
 
 	for (int i = 0; i < n && buyer_ids != NULL; i++)
 	{
-		InvKey		key;
-		InvView		view;
-
 		if (buyer_ids[i] == NULL)
-			continue;
-		CacheMakeKey(&key, VARDATA_ANY(skus[i]), VARSIZE_ANY_EXHDR(skus[i]));
-		if (!CacheRead(&key, true, &view) || view.rules.max_per_buyer == 0)
 			continue;
 		order[nbuyers].first = skus[i];
 		order[nbuyers].second = buyer_ids[i];

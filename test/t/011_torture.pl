@@ -28,6 +28,15 @@
 # while a buyer's transaction holds the buyer's turn, the units it can see
 # are within the limit.
 #
+# Batches (reserve_many, below) run in the same storm: 5-50 elements of
+# every kind of SKU above, for the buyers of the moment or none, some under
+# the live keys of reserve.sql, some repeating an element before them; each
+# element is judged as a reserve() at its place in the array (a repeated
+# key is a duplicate exactly when it was reserved before it in the batch),
+# a batch takes a transaction id exactly when an element is ok, and its
+# outcomes are logged in its own transaction; some batches are rolled back,
+# whole or to a savepoint.
+#
 # The run is cut in three slices; between two, with the load stopped and
 # the worker paused, a checkpoint asserts that the cache agrees with the
 # tables, that nothing is oversold, that every row is in a legal state,
@@ -38,7 +47,11 @@
 # was reserved outside the window in force (none of NEVER, none of CLOSING
 # from its end on, none of OPENING before its start, and each of FLICK's
 # within a window that was in force between its statement's start and its
-# return), and that every cart has all its lines or none.  At the end the
+# return), and that every cart has all its lines or none; for the batches,
+# that every element of a committed batch answered ok has its movement, made
+# by the batch, that every element answered duplicate has one of its SKU,
+# quantity and buyer, and that a batch's own key has a movement exactly when
+# one of its elements was answered ok.  At the end the
 # worker must clear every overdue reservation and fold everything.
 use strict;
 use warnings;
@@ -423,10 +436,212 @@ SCRIPT
 \set what random(1, 4)
 SELECT torture.flick(:what);
 SCRIPT
+
+# Batches (reserve_many): 5-50 independent reservations in one call, of
+# every kind of SKU -- hot and cold ones, the limited ones, those with a
+# window, NEW ones that may not exist -- for the buyers of the moment (one
+# in ten for no buyer), some under live keys shared with reserve.sql and
+# settle.sql (new or a replay), some repeating an element before them.
+# Each element is judged as a reserve() at its place in the array, and its
+# outcome logged in torture.batch_log in the batch's own transaction, so
+# the log holds exactly the batches that committed.
+$node->safe_psql('postgres', <<'SQL');
+CREATE TABLE torture.batch_log (prefix text, pos int, order_id text, shared boolean, sku text,
+								qty bigint, buyer_id text, status text, made_at timestamptz,
+								expires_at timestamptz);
+-- batches thrown away (rolled back, or to a savepoint), which log nothing
+CREATE UNLOGGED SEQUENCE torture.batches_rolled_back;
+
+-- The elements of batch number seed, of n elements, under order ids
+-- prefix-<i>: HOT (30%), COLD (10%), LIM (20%), NEVER, CLOSING, OPENING,
+-- FLICK, NEW (5% each), a live key 'k<n>' of reserve.sql's (10%: its SKU
+-- and quantity, no buyer), or a copy of an element before it (5%).
+CREATE FUNCTION torture.batch(prefix text, seed bigint, n int,
+							  OUT skus text[], OUT qtys bigint[], OUT order_ids text[],
+							  OUT buyers text[], OUT shared boolean[])
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	h bigint;
+	c int;
+	src int;
+	k bigint;
+	m record;
+BEGIN
+	skus := '{}'; qtys := '{}'; order_ids := '{}'; buyers := '{}'; shared := '{}';
+	FOR j IN 1 .. n LOOP
+		h := torture.mix(seed * 100 + j, 5);
+		c := h % 20;
+		IF c = 19 AND j > 1 THEN
+			src := 1 + h / 20 % (j - 1);
+			skus := skus || skus[src];
+			qtys := qtys || qtys[src];
+			order_ids := order_ids || order_ids[src];
+			buyers := array_append(buyers, buyers[src]);
+			shared := shared || shared[src];
+		ELSIF c IN (17, 18) THEN
+			k := torture.key((h / 20 % 1000)::int);
+			SELECT * INTO m FROM torture.reservation(k);
+			skus := skus || m.sku;
+			qtys := qtys || m.qty;
+			order_ids := order_ids || ('k' || k);
+			buyers := array_append(buyers, NULL::text);
+			shared := shared || true;
+		ELSE
+			skus := skus || CASE WHEN c < 6 OR c = 19 THEN 'HOT-' || (h / 20 % 4)
+								 WHEN c < 8 THEN 'COLD-' || (h / 20 % 500)
+								 WHEN c < 12 THEN 'LIM-' || (h / 20 % 2)
+								 WHEN c = 12 THEN 'NEVER'
+								 WHEN c = 13 THEN 'CLOSING'
+								 WHEN c = 14 THEN 'OPENING'
+								 WHEN c = 15 THEN 'FLICK'
+								 ELSE 'NEW-' || (h / 20 % 10) END;
+			qtys := qtys || (1 + h / 1000 % 2);
+			order_ids := order_ids || (prefix || '-' || j);
+			h := torture.mix(seed * 100 + j, 6);
+			buyers := array_append(buyers, CASE WHEN h % 10 = 0 THEN NULL
+												ELSE torture.buyer((1 + h / 10 % 6)::int) END);
+			shared := shared || false;
+		END IF;
+	END LOOP;
+END
+$$;
+
+-- Reserves batch number seed and judges every element as a reserve() at
+-- its place: an element whose key an element before it reserved (or found
+-- reserved) is a duplicate, and only then (the batch's own keys are new,
+-- so none of them is a duplicate of anything else); the rules answer as
+-- for a cart's lines.  alone: nothing before it in its transaction wrote,
+-- so the batch took a transaction id exactly when an element was ok.
+-- Logs the outcomes, notes when a reservation of FLICK had returned, and
+-- returns the batch's own keys answered ok.
+CREATE FUNCTION torture.reserve_batch(prefix text, seed bigint, n int, ttl interval, alone boolean)
+RETURNS text[] LANGUAGE plpgsql AS $$
+DECLARE
+	b record;
+	rs inventory.result[];
+	r inventory.result;
+	wrote boolean;
+	held jsonb := '{}';
+	oks text[] := '{}';
+	limited boolean;
+BEGIN
+	SELECT * INTO b FROM torture.batch(prefix, seed, n);
+	SELECT array_agg(ROW(t.ok, t.status, t.sku, t.qty, t.state, t.available, t.version, t.expires_at)::inventory.result
+					 ORDER BY t.i)
+	  INTO rs
+	  FROM inventory.reserve_many(b.skus, b.qtys, b.order_ids, ttl, b.buyers)
+		   WITH ORDINALITY AS t(ok, status, sku, qty, state, available, version, expires_at, i);
+	wrote := pg_current_xact_id_if_assigned() IS NOT NULL;
+	PERFORM torture.must(cardinality(rs) = n, format('batch %s: %s rows for %s elements', prefix, cardinality(rs), n));
+	FOR i IN 1 .. n LOOP
+		r := rs[i];
+		limited := b.skus[i] LIKE 'LIM-%' OR b.skus[i] = 'FLICK';
+		PERFORM torture.judge('reserve', r, b.skus[i], b.qtys[i], ttl,
+							  allowed => CASE WHEN held ? b.order_ids[i] THEN '{duplicate}'
+											  WHEN b.shared[i] THEN '{ok,duplicate,insufficient}'
+											  ELSE '{ok,insufficient,unknown_sku,not_on_sale,buyer_required,limit_exceeded}' END::text[]);
+		-- a key of the batch's own is the batch's reservation, in flight
+		PERFORM torture.must(r.status <> 'duplicate' OR b.shared[i] OR r.state = 'PENDING',
+							 format('batch %s element %s: %s', prefix, i, r));
+		IF r.status NOT IN ('duplicate', 'unknown_sku') THEN
+			IF b.skus[i] <> 'FLICK' THEN
+				PERFORM torture.must((r.status = 'not_on_sale') = NOT torture.on_sale(b.skus[i], statement_timestamp()),
+									 format('batch %s element %s: %s, but on sale is %s', prefix, i, r,
+											torture.on_sale(b.skus[i], statement_timestamp())));
+			END IF;
+			IF r.status <> 'not_on_sale' THEN
+				PERFORM torture.must((r.status = 'buyer_required') = (limited AND b.buyers[i] IS NULL),
+									 format('batch %s element %s: %s for buyer %s', prefix, i, r, b.buyers[i]));
+			END IF;
+			PERFORM torture.must(r.status <> 'limit_exceeded' OR (limited AND b.buyers[i] IS NOT NULL),
+								 format('batch %s element %s: %s for buyer %s', prefix, i, r, b.buyers[i]));
+		END IF;
+		IF r.status IN ('ok', 'duplicate') THEN
+			held := held || jsonb_build_object(b.order_ids[i], true);
+		END IF;
+		IF r.status = 'ok' AND NOT b.shared[i] THEN
+			oks := oks || b.order_ids[i];
+		END IF;
+	END LOOP;
+	IF alone THEN
+		PERFORM torture.must(wrote = EXISTS (SELECT FROM unnest(rs) x WHERE x.status = 'ok'),
+							 format('batch %s: wrote is %s, its outcomes %s', prefix, wrote, rs));
+	END IF;
+	-- the batch holds the turn of every buyer of a limited SKU in it
+	PERFORM torture.within(s, u)
+	   FROM (SELECT DISTINCT s, u FROM unnest(b.skus, b.buyers) x(s, u)
+			  WHERE (s LIKE 'LIM-%' OR s = 'FLICK') AND u IS NOT NULL) x;
+	INSERT INTO torture.seen
+	SELECT b.order_ids[i], clock_timestamp() FROM generate_series(1, n) i
+	 WHERE b.skus[i] = 'FLICK' AND rs[i].status = 'ok';
+	INSERT INTO torture.batch_log
+	SELECT prefix, i, b.order_ids[i], b.shared[i], b.skus[i], b.qtys[i], b.buyers[i], rs[i].status,
+		   statement_timestamp(), rs[i].expires_at
+	  FROM generate_series(1, n) i;
+	RETURN oks;
+END
+$$;
+SQL
+
+# The batches' script.
+my %batch_mix = (
+	'batch.sql' => [ 2, <<'SCRIPT' ]);
+-- A batch of 5-50 elements (torture.reserve_batch), held for 50 ms to 3 s;
+-- then its own keys reserved are confirmed (30%), cancelled (20%) or left
+-- to expire (30%); or the transaction is rolled back (10%); or the batch
+-- is rolled back to a savepoint (10%) -- leaving no row -- and made again
+-- under other keys.  The elements reserved are found in the ledger in the
+-- same transaction.  A quarter run in REPEATABLE READ.
+\set order random(1, 9000000000000000000)
+\set seed random(1, 1000000000)
+\set n random(5, 50)
+\set ttl random(50, 3000)
+\set then random(1, 10)
+\if random(1, 4) = 1
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+\else
+BEGIN;
+\endif
+\if :then = 9
+SELECT torture.reserve_batch('abort-bat-' || :order, :seed, :n, :ttl * interval '1 ms', true);
+SELECT nextval('torture.batches_rolled_back');
+ROLLBACK;
+\elif :then = 10
+SAVEPOINT s;
+SELECT torture.reserve_batch('abort-bat-' || :order, :seed, :n, :ttl * interval '1 ms', true);
+ROLLBACK TO SAVEPOINT s;
+SELECT nextval('torture.batches_rolled_back');
+SELECT torture.must(NOT EXISTS (SELECT FROM inventory.ledger WHERE order_id LIKE 'abort-bat-' || :order || '-%'),
+					'batch abort-bat-' || :order || ' left rows behind its savepoint');
+SELECT torture.reserve_batch('bat-' || :order, :seed, :n, :ttl * interval '1 ms', false) AS oks \gset
+SELECT torture.must(count(*) = cardinality(':oks'::text[]), 'batch bat-' || :order || ': ok, but no row for ' || ':oks')
+  FROM inventory.ledger WHERE order_id = ANY (':oks'::text[]) AND batch_id = 1;
+COMMIT;
+\else
+SELECT torture.reserve_batch('bat-' || :order, :seed, :n, :ttl * interval '1 ms', true) AS oks \gset
+SELECT torture.must(count(*) = cardinality(':oks'::text[]), 'batch bat-' || :order || ': ok, but no row for ' || ':oks')
+  FROM inventory.ledger WHERE order_id = ANY (':oks'::text[]) AND batch_id = 1;
+\if :then <= 3
+SELECT torture.judge('confirm', r, l.sku, l.qty, allowed => '{ok,expired}')
+  FROM inventory.ledger l, inventory.confirm(l.order_id) r
+ WHERE l.order_id = ANY (':oks'::text[]) AND l.batch_id = 1;
+\elif :then <= 5
+SELECT torture.judge('cancel', r, l.sku, l.qty, allowed => '{ok}')
+  FROM inventory.ledger l, inventory.cancel(l.order_id) r
+ WHERE l.order_id = ANY (':oks'::text[]) AND l.batch_id = 1;
+\endif
+COMMIT;
+\endif
+SCRIPT
+
 my $rules_dir = PostgreSQL::Test::Utils::tempdir;
 for my $script (keys %rules_mix)
 {
 	PostgreSQL::Test::Utils::append_to_file("$rules_dir/$script", $rules_mix{$script}[1]);
+}
+for my $script (keys %batch_mix)
+{
+	PostgreSQL::Test::Utils::append_to_file("$rules_dir/$script", $batch_mix{$script}[1]);
 }
 
 # the workers must be expiring and folding from the first second of the load
@@ -462,6 +677,7 @@ sub load
 		'pgbench', '--no-vacuum', "--client=$clients", '--jobs=2', "--time=$secs",
 		(map { ('-f', "$dir/load/$_\@$mix{$_}") } sort keys %mix),
 		(map { ('-f', "$rules_dir/$_\@$rules_mix{$_}[0]") } sort keys %rules_mix),
+		(map { ('-f', "$rules_dir/$_\@$batch_mix{$_}[0]") } sort keys %batch_mix),
 		# old replays reach back to keys born as long ago as the run lasts
 		'-D', 'oldest=' . $seconds * 100,
 		'-h', $node->host, '-p', $node->port, 'postgres');
@@ -566,6 +782,25 @@ HAVING count(*) <> split_part(order_id, '-', 2)::int OR min(batch_id) <> 1
 	OR max(batch_id) <> split_part(order_id, '-', 2)::int
 	OR count(DISTINCT created_at) <> 1 OR count(DISTINCT coalesce(buyer_id, '')) <> 1}), '',
 		"$name: every cart has all its lines, made at once for one buyer, or none");
+
+	# batches (reserve_many): the log holds the committed ones
+	is( rows(q{
+SELECT b.prefix, b.pos, b.order_id, b.status, l.order_id AS row
+  FROM torture.batch_log b LEFT JOIN inventory.ledger l ON l.order_id = b.order_id AND l.batch_id = 1
+ WHERE b.status IN ('ok', 'duplicate')
+   AND (l.order_id IS NULL OR l.kind <> 'reserve'
+		OR (l.sku, l.qty, l.buyer_id) IS DISTINCT FROM (b.sku, b.qty, b.buyer_id)
+		OR (b.status = 'ok' AND l.created_at <> b.made_at)
+		OR (b.status = 'ok' AND NOT b.shared AND l.expires_at <> b.expires_at))}), '',
+		"$name: every batch element answered ok or duplicate has its movement (ok: made by the batch)");
+	is( rows(q{
+WITH k AS (
+	SELECT order_id, count(*) FILTER (WHERE status = 'ok') AS oks
+	  FROM torture.batch_log WHERE NOT shared GROUP BY order_id)
+SELECT k.order_id, k.oks, l.order_id AS row
+  FROM k FULL JOIN (SELECT order_id FROM inventory.ledger WHERE order_id LIKE 'bat-%') l USING (order_id)
+ WHERE k.oks IS DISTINCT FROM (l.order_id IS NOT NULL)::int}), '',
+		"$name: a batch's own key has a movement exactly when one of its elements answered ok, none otherwise");
 }
 
 my @slices = (int($seconds / 3), int($seconds / 3));
@@ -618,6 +853,22 @@ ok($closing > 0 && $opening > 0,
 ok($flick > 0 && $windows > 10,
 	"the rules: FLICK sold ($flick) under $windows windows set during the run");
 
+# batches were in the storm: committed and rolled back, their elements
+# answered every way the rules and repeated keys make them answer
+my %batch = map { split /\|/ } split /\n/,
+  rows(q{SELECT status, count(*) FROM torture.batch_log GROUP BY status});
+for my $status (qw(ok duplicate limit_exceeded buyer_required not_on_sale))
+{
+	my $n = $batch{$status} // 0;
+	ok($n > 0, "batches: elements answered $status ($n)");
+}
+my ($batches, $elements, $rolled_back) = split /\|/, rows(q{
+SELECT count(DISTINCT prefix), count(*),
+	   coalesce(pg_sequence_last_value('torture.batches_rolled_back'), 0)
+  FROM torture.batch_log});
+ok($batches > 0 && $rolled_back > 0,
+	"batches: $batches committed ($elements elements), $rolled_back rolled back");
+
 my $outcomes = rows(q{
 SELECT string_agg(op || ': ' || calls, '; ' ORDER BY op)
   FROM (SELECT op, string_agg(status || ' ' || calls, ', ' ORDER BY calls DESC) AS calls
@@ -630,6 +881,7 @@ diag sprintf('%d s, %d clients: %d pgbench transactions (%.0f/s)',
 	$seconds, $clients, $transactions, $transactions / $seconds);
 diag "API calls: $outcomes";
 diag "movements: $ledger";
+diag 'batches: ' . join(', ', map { "$_ $batch{$_}" } sort { $batch{$b} <=> $batch{$a} } keys %batch);
 
 $node->stop;
 done_testing();
