@@ -7,7 +7,7 @@
 #                [--cases "1 4 4b"]
 #
 #   (default)   every case at 1, 8, 32 and 64 clients, 15 s per run after a
-#               3 s warm-up; takes about 25 minutes on 2 cores.
+#               3 s warm-up; takes about 28 minutes on 2 cores.
 #   --smoke     every case for ~1 s at 1 and 8 clients, small data; checks
 #               that each case produces a number (targets not enforced).
 #   --duration  seconds per measured run.
@@ -39,7 +39,10 @@
 #       three indexes (key, SKU, expiry): the cost of the data model alone
 #   2f  plain SQL: 2e with ON CONFLICT DO NOTHING, which probes the key
 #       first, as a reserve must to answer a replay without an error
-#   3   Redis: check-and-DECRBY Lua script by EVALSHA (redis-benchmark)
+#   3   Redis: check-and-DECRBY Lua script by EVALSHA (redis-benchmark), in
+#       memory only
+#   3d  3 on a durable Redis: appendonly yes, appendfsync always (an
+#       acknowledged call survives a crash), a redis-server of its own
 #   4   inventory.reserve on one hot SKU, always succeeds
 #   4b  4 on another hot SKU with max_per_buyer = 2, for a buyer drawn from
 #       9e18 (almost every call a buyer's first): the cost of the limit
@@ -48,6 +51,9 @@
 #   7   reserve, then confirm (70%), cancel (20%) or let expire (10%)
 #   8   the worker clears 100,000 overdue reservations under case 4 load
 #   9   cache load after restart: SKU with 1,000,000 settled movements vs none
+#   10  inventory.reserve_many of BATCH (50) reservations of 1 unit, each
+#       under a key of its own, on another hot SKU: reported as reservations
+#       per second (calls per second x BATCH), against case 3d
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 
@@ -57,7 +63,7 @@ ARGS=("$@")
 SMOKE=0
 DURATION=
 CLIENTS=
-ALL_CASES="1 1b 1c 2a 2b 2c 2d 2e 2f 3 4 4b 5 6 7 8 9"
+ALL_CASES="1 1b 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 8 9 10"
 CASES=$ALL_CASES
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -93,6 +99,8 @@ TC=$(printf '%s\n' $CLIENTS | sort -n | tail -1)
 echo " $CLIENTS " | grep -q ' 64 ' && TC=64
 # case 4b: the limit per buyer, and the range its buyers are drawn from
 LIMIT=2 BUYERS=9000000000000000000
+# case 10: the reservations in one call of inventory.reserve_many
+BATCH=50
 # the case 8 load must outlast the clearing of the backlog
 if [ "$SMOKE" -eq 1 ]; then EXPIRY_LOAD=5; else EXPIRY_LOAD=$((DURATION > 20 ? DURATION : 20)); fi
 # the command line, quoted so that it can be pasted
@@ -104,7 +112,7 @@ done
 inv_setup
 # Redis is only a reference: if it cannot be installed, its case is skipped.
 REDIS_OK=1
-want 3 && { (inv_packages redis-server redis-tools) || REDIS_OK=0; }
+{ want 3 || want 3d; } && { (inv_packages redis-server redis-tools) || REDIS_OK=0; }
 
 DIR=$(mktemp -d /tmp/inventory-bench.XXXXXX)
 REDIS_PID=
@@ -173,6 +181,8 @@ INSERT INTO inventory.sku (sku, on_hand) VALUES ('SOLD-1', 0);
 INSERT INTO inventory.sku (sku, on_hand)
 	SELECT 'U-' || g, 1000000000 FROM generate_series(1, $NSKUS) g;
 SELECT inventory.restock('LIFE-1', 1000000000000, 'stock-life');
+-- case 10: the same stock as HOT-1, for the batches
+SELECT inventory.restock('HOT-MANY', 1000000000000, 'stock-hot-many');
 
 -- case 8: waits until no PENDING reservation is overdue, polling every 50 ms;
 -- returns the seconds since t0, NULL after timeout seconds
@@ -254,22 +264,42 @@ want 2d && run_case 2d sql_ledger.sql -D sku=HOT
 want 2e && run_case 2e sql_ledger3.sql -D sku=HOT
 want 2f && run_case 2f sql_ledger3_oc.sql -D sku=HOT
 
-# ---------------------------------------------------------------- case 3: Redis
+# ---------------------------------------------------------------- case 3, 3d: Redis
 REDIS_NOTE=
-run_redis() {
-	local port sha c n rps csv
-	port=$(inv_free_port)
-	# in memory only (no AOF, no snapshots): a reference point, not durable
-	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-		--daemonize yes --pidfile "$DIR/redis.pid" --dir "$DIR" \
-		--logfile "$DIR/redis.log" >/dev/null 2>&1 || return 1
-	for _ in $(seq 50); do
-		redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break
+REDIS_STOCK=1000000000000
+REDIS_PORT=
+REDIS_CALLS=0   # calls that the last redis_bench made, warm-ups included
+# redis_start ID [REDIS-SERVER ARGS...]: the redis-server of case ID, with its
+# own files in $DIR/redis-ID, on a free port; sets REDIS_PORT and REDIS_PID
+redis_start() {
+	local dir=$DIR/redis-$1
+	shift
+	mkdir -p "$dir"
+	REDIS_PORT=$(inv_free_port)
+	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 "$@" \
+		--daemonize yes --pidfile "$dir/redis.pid" --dir "$dir" \
+		--logfile "$dir/redis.log" >/dev/null 2>&1 || return 1
+	# PONG once it listens and has loaded its AOF, if it has one
+	for _ in $(seq 100); do
+		redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && break
 		sleep 0.1
 	done
-	REDIS_PID=$(cat "$DIR/redis.pid" 2>/dev/null) || return 1
-	redis-cli -p "$port" set stock:HOT 1000000000000 >/dev/null || return 1
-	sha=$(redis-cli -p "$port" script load "
+	REDIS_PID=$(cat "$dir/redis.pid" 2>/dev/null) || return 1
+}
+# redis_stop [SIGNAL]: ends the running redis-server, and waits until it has
+redis_stop() {
+	[ -n "$REDIS_PID" ] || return 0
+	kill "-${1:-TERM}" "$REDIS_PID" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "$REDIS_PID" 2>/dev/null || break; sleep 0.1; done
+	REDIS_PID=
+}
+# redis_bench ID: case ID on the running redis-server, stock:HOT set to
+# REDIS_STOCK, the check-and-DECRBY script by EVALSHA at each client count
+redis_bench() {
+	local id=$1 sha c n rps csv
+	REDIS_CALLS=0
+	redis-cli -p "$REDIS_PORT" set stock:HOT "$REDIS_STOCK" >/dev/null || return 1
+	sha=$(redis-cli -p "$REDIS_PORT" script load "
 		local n = tonumber(ARGV[1])
 		if tonumber(redis.call('GET', KEYS[1]) or '0') >= n then
 			return redis.call('DECRBY', KEYS[1], n)
@@ -277,29 +307,73 @@ run_redis() {
 		return -1") || return 1
 	[[ $sha =~ ^[0-9a-f]{40}$ ]] || return 1
 	for c in $CLIENTS; do
-		inv_log "case 3, $c clients"
+		inv_log "case $id, $c clients"
 		# redis-benchmark takes a request count, not a duration: a short
 		# run (also the warm-up) sizes the measured one.
-		csv=$(redis-benchmark -h 127.0.0.1 -p "$port" -c "$c" --threads 2 -n $((c * 500 + 5000)) \
+		n=$((c * 500 + 5000))
+		csv=$(redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -c "$c" --threads 2 -n "$n" \
 			--csv EVALSHA "$sha" 1 stock:HOT 1 2>/dev/null | tail -1)
+		REDIS_CALLS=$((REDIS_CALLS + n))
 		rps=$(echo "$csv" | awk -F'","' '{ print $2 + 0 }')
 		[ "${rps%.*}" -gt 0 ] 2>/dev/null || return 1
 		n=$(awk -v r="$rps" -v d="$DURATION" 'BEGIN { printf "%d", r * d }')
-		csv=$(redis-benchmark -h 127.0.0.1 -p "$port" -c "$c" --threads 2 -n "$n" \
+		csv=$(redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -c "$c" --threads 2 -n "$n" \
 			--csv EVALSHA "$sha" 1 stock:HOT 1 2>/dev/null | tail -1)
-		TPS[3/$c]=$(echo "$csv" | awk -F'","' '{ print $2 + 0 }')
-		LAT[3/$c]=$(echo "$csv" | awk -F'","' '{ print $3 + 0 }')
-		[ "${TPS[3/$c]%.*}" -gt 0 ] 2>/dev/null || return 1
+		REDIS_CALLS=$((REDIS_CALLS + n))
+		TPS[$id/$c]=$(echo "$csv" | awk -F'","' '{ print $2 + 0 }')
+		LAT[$id/$c]=$(echo "$csv" | awk -F'","' '{ print $3 + 0 }')
+		[ "${TPS[$id/$c]%.*}" -gt 0 ] 2>/dev/null || return 1
 	done
 	# the script refuses to go below zero, and every call took one unit
-	[ "$(redis-cli -p "$port" get stock:HOT)" -gt 0 ] || return 1
+	[ "$(redis-cli -p "$REDIS_PORT" get stock:HOT)" -gt 0 ] || return 1
 }
-if ! want 3; then :; elif [ "$REDIS_OK" -eq 1 ] && run_redis; then :; else
-	for c in $CLIENTS; do TPS[3/$c]=skipped; done
-	REDIS_NOTE="Redis could not be installed or run here: case 3 skipped."
-	inv_log "redis skipped"
+redis_skip() {   # redis_skip ID: case ID has no number
+	local c
+	for c in $CLIENTS; do TPS[$1/$c]=skipped; done
+	REDIS_NOTE+="${REDIS_NOTE:+ }Redis could not be installed or run here: case $1 skipped."
+	inv_log "redis skipped (case $1)"
+	redis_stop KILL
+}
+
+# case 3: in memory only (no AOF, no snapshots): a reference point, not durable
+REDIS_MEM=(--save '' --appendonly no)
+if ! want 3; then :; elif [ "$REDIS_OK" -eq 1 ] && redis_start 3 "${REDIS_MEM[@]}" && redis_bench 3; then
+	redis_stop
+else
+	redis_skip 3
 fi
-[ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null && REDIS_PID=
+
+# case 3d: durable, as a seller must run it not to lose acknowledged sales in
+# a crash: every write appended to the AOF and fsynced before its reply (no
+# snapshots, so what comes back after a restart comes from the AOF alone)
+REDIS_AOF=(--save '' --appendonly yes --appendfsync always)
+# redis_aof: the running server's AOF settings, as it reports them
+redis_aof() {
+	printf 'appendonly %s, appendfsync %s, aof_enabled:%s' \
+		"$(redis-cli -p "$REDIS_PORT" config get appendonly | sed -n 2p)" \
+		"$(redis-cli -p "$REDIS_PORT" config get appendfsync | sed -n 2p)" \
+		"$(redis-cli -p "$REDIS_PORT" info persistence | tr -d '\r' | sed -n 's/^aof_enabled://p')"
+}
+if ! want 3d; then :; elif [ "$REDIS_OK" -eq 1 ] && redis_start 3d "${REDIS_AOF[@]}"; then
+	aof=$(redis_aof)
+	check "case 3d: the AOF is on, fsynced at every write ($aof)" \
+		"$([ "$aof" = "appendonly yes, appendfsync always, aof_enabled:1" ] && echo t)"
+	if redis_bench 3d; then
+		# a crash right after the last reply, then a restart from the AOF:
+		# every acknowledged call is still there
+		left=$(redis-cli -p "$REDIS_PORT" get stock:HOT)
+		redis_stop KILL
+		back=
+		redis_start 3d "${REDIS_AOF[@]}" && back=$(redis-cli -p "$REDIS_PORT" get stock:HOT)
+		check "case 3d: after kill -9 and a restart, the AOF gives back every acknowledged call ($REDIS_CALLS calls; stock:HOT ${left:-?} before, ${back:-?} after)" \
+			"$([ -n "$back" ] && [ "$back" = "$left" ] && [ "$back" -eq $((REDIS_STOCK - REDIS_CALLS)) ] 2>/dev/null && echo t)"
+		redis_stop
+	else
+		redis_skip 3d
+	fi
+else
+	redis_skip 3d
+fi
 
 # ---------------------------------------------------------------- case 4-7
 if want 4; then
@@ -366,6 +440,29 @@ if want 7; then
 		"$([ "$(ledger_rows "sku = 'LIFE-1' AND state = 'PENDING' AND expires_at > created_at + interval '1 minute'")" -eq 0 ] && echo t)"
 fi
 
+# ---------------------------------------------------------------- case 10: batches
+# after cases 4-7, so that its ledger rows (BATCH per call) do not grow the
+# ledger under them; its TPS become reservations per second (x BATCH), its
+# calls per second are kept in CALLS
+declare -A CALLS
+if want 10; then
+	avail() { sql "SELECT inventory.available('HOT-MANY')"; }
+	before=$(ledger_rows "sku = 'HOT-MANY'")
+	avail_before=$(avail)
+	run_case 10 reserve_batch.sql -D sku=HOT-MANY -D prefix=o10- -D batch=$BATCH
+	after=$(ledger_rows "sku = 'HOT-MANY'")
+	avail_after=$(avail)
+	check "case 10: $BATCH ledger rows per call ($PROCESSED calls, $((after - before)) rows)" \
+		"$([ $((after - before)) -eq $((BATCH * PROCESSED)) ] && echo t)"
+	check "case 10: one unit held per reservation (available('HOT-MANY') went down by $((avail_before - avail_after)))" \
+		"$([ $((avail_before - avail_after)) -eq $((BATCH * PROCESSED)) ] && echo t)"
+	for c in $CLIENTS; do
+		num "${TPS[10/$c]:-}" || continue
+		CALLS[10/$c]=${TPS[10/$c]}
+		TPS[10/$c]=$(awk -v t="${TPS[10/$c]}" -v b="$BATCH" 'BEGIN { printf "%.6f", t * b }')
+	done
+fi
+
 # ---------------------------------------------------------------- case 8: expiry
 if want 8; then
 	inv_log "case 8: a backlog of $BACKLOG overdue reservations"
@@ -423,7 +520,7 @@ SQL
 	sql "SELECT pg_reload_conf()" >/dev/null
 fi
 inv_log "comparing the cache with the tables (inventory.verify())"
-check "cache = tables after cases 4-8 (inventory.verify() is empty)" \
+check "cache = tables after cases 4-8 and 10 (inventory.verify() is empty)" \
 	"$(sql "SELECT count(*) = 0 FROM inventory.verify()")"
 
 # ---------------------------------------------------------------- case 9: cache load
@@ -502,7 +599,7 @@ verdict() { awk -v m="$1" -v op="$2" -v t="$3" 'BEGIN {
 	ok = (op == ">=") ? m + 0 >= t + 0 : m + 0 <= t + 0; print ok ? "PASS" : "MISS" }'; }
 
 CASE_IDS=()   # the pgbench cases that ran, in the report's order
-for id in 1 1b 1c 2a 2b 2c 2d 2e 2f 3 4 4b 5 6 7; do want "$id" && CASE_IDS+=("$id"); done
+for id in 1 1b 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 10; do want "$id" && CASE_IDS+=("$id"); done
 declare -A NAME BASE
 NAME[1]="1 floor: SELECT 1"
 NAME[1b]="1b floor: SELECT * FROM a C function returning a row"
@@ -514,12 +611,14 @@ NAME[2d]="2d SQL: ledger INSERT alone"
 NAME[2e]="2e SQL: INSERT into a copy of inventory.ledger (its 3 indexes)"
 NAME[2f]="2f SQL: the same INSERT ... ON CONFLICT DO NOTHING"
 NAME[3]="3 Redis: EVALSHA check-and-DECRBY (in memory)"
+NAME[3d]="3d Redis: 3 with appendonly yes, appendfsync always (durable)"
 NAME[4]="4 inventory: reserve, hot SKU, succeeds"
 NAME[4b]="4b inventory: 4 with max_per_buyer $LIMIT, a new buyer per call"
 NAME[5]="5 inventory: reserve, hot SKU, sold out"
 NAME[6]="6 inventory: reserve, $(fmt "$NSKUS") SKUs uniform"
 NAME[7]="7 inventory: reserve + confirm/cancel/expire"
-BASE=([1b]=1 [1c]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [2f]=2d [3]=1 [4]=2b [4b]=4 [5]=1 [6]=2b [7]=2b)
+NAME[10]="10 inventory: reserve_many of $BATCH, hot SKU (reservations/s)"
+BASE=([1b]=1 [1c]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [2f]=2d [3]=1 [3d]=3 [4]=2b [4b]=4 [5]=1 [6]=2b [7]=2b [10]=3d)
 
 report() {
 	local id c b
@@ -534,6 +633,10 @@ report() {
 		"cluster with the server defaults (synchronous_commit = on, fsync = on), plus" \
 		"inventory.max_skus = 200000. TPS are transactions (pgbench script runs) per second; a" \
 		"ratio is TPS divided by the TPS of the named baseline at the same client count."
+	want 3 || want 3d && echo "Cases 3 and 3d: redis-benchmark -c CLIENTS --threads 2 over TCP on 127.0.0.1," \
+		"a request count sized to last $DURATION s; TPS are calls per second."
+	want 10 && echo "Case 10: TPS are reservations per second, $BATCH per call (calls per second × $BATCH);" \
+		"its latency is that of a call of $BATCH."
 	[ "$CASES" != "$ALL_CASES" ] && { echo; echo "Only cases $CASES (\`--cases\`)."; }
 	[ -n "$REDIS_NOTE" ] && { echo; echo "$REDIS_NOTE"; }
 	echo
@@ -587,6 +690,22 @@ report() {
 		echo
 		echo "Shared memory per cached SKU (\`inventory.cache_info()\`): $BYTES bytes."
 	fi
+	if want 10; then
+		echo
+		echo "## 10: batched admission against durable Redis"
+		echo
+		echo "One pgbench transaction is one call of \`inventory.reserve_many\` with $BATCH reservations of 1 unit" \
+			"of HOT-MANY, each under a key of its own, committed together; against case 3d's calls of the" \
+			"check-and-DECRBY script on a Redis that fsyncs its AOF at every write."
+		echo
+		echo "| clients | calls/s | reservations/s | mean latency of a call (ms) | case 3d calls/s | ratio |"
+		echo "|---:|---:|---:|---:|---:|---:|"
+		for c in $CLIENTS; do
+			printf '| %s | %s | %s | %s | %s | %s |\n' "$c" "$(fmt "${CALLS[10/$c]:-}")" \
+				"$(fmt "${TPS[10/$c]:-}")" "$(fmt "${LAT[10/$c]:-}" 3)" "$(fmt "${TPS[3d/$c]:-}")" \
+				"$(ratio "${TPS[10/$c]:-}" "${TPS[3d/$c]:-}")"
+		done
+	fi
 	echo
 	echo "## Targets (at $TC clients)"
 	echo
@@ -603,6 +722,9 @@ report() {
 	ran 1c 1 && { r=$(ratio "${TPS[1c/$TC]:-}" "${TPS[1/$TC]:-}"); echo "| (case 1c / case 1: the key's index probe alone, in SQL) | ${r}× | — |"; }
 	ran 5 1c && { r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1c/$TC]:-}"); echo "| (case 5 / case 1c: a refusal against the probe of its key) | ${r}× | — |"; }
 	ran 6 2b && { r=$(ratio "${TPS[6/$TC]:-}" "${TPS[2b/$TC]:-}"); echo "| case 6 ≥ 1.0× case 2b | ${r}× | $(verdict "$r" '>=' 1.0) |"; }
+	ran 10 3d && { r=$(ratio "${TPS[10/$TC]:-}" "${TPS[3d/$TC]:-}"); echo "| case 10 reservations/s ≥ 1.0× case 3d calls/s (reserve_many of $BATCH against durable Redis) | ${r}× | $(verdict "$r" '>=' 1.0) |"; }
+	ran 10 4 && { r=$(ratio "${TPS[10/$TC]:-}" "${TPS[4/$TC]:-}"); echo "| (case 10 / case 4: reservations/s in batches of $BATCH against one reserve per call) | ${r}× | — |"; }
+	ran 3d 3 && { r=$(ratio "${TPS[3d/$TC]:-}" "${TPS[3/$TC]:-}"); echo "| (case 3d / case 3: Redis durable against in memory) | ${r}× | — |"; }
 	want 8 && { echo "| case 8 ≥ 20,000 rows/s | $(fmt "$EXPIRY_RATE") | $(verdict "$EXPIRY_RATE" '>=' 20000) |"; }
 	want 9 && { r=$(ratio "${FULL_MED[fold]}" "${EMPTY_MED[fold]}"); echo "| case 9 load ratio about 1 (≤ 2), right after the fold | ${r}× | $(verdict "$r" '<=' 2) |"; }
 	want 9 && { r=$(ratio "${FULL_MED[vacuum]}" "${EMPTY_MED[vacuum]}"); echo "| case 9 load ratio about 1 (≤ 2), after VACUUM | ${r}× | $(verdict "$r" '<=' 2) |"; }
