@@ -76,6 +76,7 @@
 #include "cache.h"
 #include "catalog.h"
 #include "ledger.h"
+#include "pool.h"
 
 struct InvEntry
 {
@@ -311,6 +312,15 @@ EntryLoad(const InvKey *key)
 
 	pg_atomic_fetch_add_u64(&inv->loads, 1);
 	ConditionVariableBroadcast(&inv->loaded);
+
+	/*
+	 * Settled movements that nobody's commit announced to the workers since
+	 * the server started, or since a restore, are due for folding now that
+	 * the worker can find the SKU in the cache.
+	 */
+	if (unfolded > 0)
+		PoolNoteDue(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												inv_expire_interval));
 }
 
 /* Sleeps until the entry for key is no longer loading (or gone). */

@@ -1,0 +1,510 @@
+# The key filter.  A replayed key is always recognised, whatever happened
+# since it was made: a crash, a restart, a fold, keys an administrator
+# deleted, a failover to a standby whose replay passes no trigger.  After
+# every start the filter knows no database; until a worker (or
+# inventory.key_filter_rebuild()) has read a database's keys, every key of
+# that database is looked up, and buyers are answered right meanwhile and
+# never wait for the rebuild.  A filter far too small for its keys is said
+# "maybe" for almost every key and costs lookups, never a wrong answer; a
+# filter of size 0 is off.
+#
+# The replay checks call reserve() (restock() for restocks) with every key
+# in the ledger, on a sold-out SKU (where only the key lookup tells a
+# replay from a refusal) and on a SKU with stock (where a key wrongly said
+# absent would be inserted again).  A key in the ledger that the filter
+# said absent shows up as `insufficient` or as an error.  The keys checked
+# after each start include keys the filter learnt only from the trigger
+# (made once the database was ready), only from a rebuild (made before the
+# start, or replayed by a standby), and keys of a transaction that was in
+# flight during the rebuild.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my @DBS = ('postgres', 'shop2');
+
+# keys in each database's ledger, by "kind/sku": what every replay check
+# expects to be answered duplicate
+my %keys = map { $_ => {} } @DBS;
+
+sub add_keys
+{
+	my ($db, $what, $n) = @_;
+	$keys{$db}{$what} += $n;
+}
+
+# psql's output, or the error that stopped it (so that an assertion fails
+# rather than the script dying)
+sub run
+{
+	my ($node, $db, $sql) = @_;
+	my ($ret, $out, $err) = $node->psql($db, $sql);
+	return $ret == 0 ? $out : "FAILED: $err";
+}
+
+sub ready
+{
+	my ($node, $db) = @_;
+	return run($node, $db, 'SELECT ready FROM inventory.key_filter');
+}
+
+sub wait_ready
+{
+	my ($node, $label) = @_;
+	for my $db (@DBS)
+	{
+		ok($node->poll_query_until($db, 'SELECT ready FROM inventory.key_filter'),
+			"$label: the worker read the keys of $db (ready)");
+	}
+}
+
+# Replays every key of the ledger (rows matching each WHERE clause, one
+# transaction per clause): reservations with reserve(), restocks with
+# restock(), with the movement's own arguments.  Returns
+# "kind/sku:status:count ...", summed over the clauses.
+sub replays
+{
+	my ($node, $db, @where) = @_;
+	@where = ('true') unless @where;
+	my %n;
+	for my $where (@where)
+	{
+		my $out = run($node, $db, qq{
+SELECT l.kind || '/' || l.sku || ':' || l.s || ':' || count(*)
+  FROM (SELECT kind, sku,
+               CASE kind
+                 WHEN 'reserve' THEN (inventory.reserve(sku, qty, order_id, batch_id)).status
+                 WHEN 'restock' THEN (inventory.restock(sku, qty, order_id, batch_id)).status
+               END AS s
+          FROM inventory.ledger WHERE $where) l
+ GROUP BY l.kind, l.sku, l.s});
+		return $out if $out =~ /^FAILED/;
+		for (split /\n/, $out)
+		{
+			my ($k, $c) = /^(.*):(\d+)$/ or return "unexpected line: $_";
+			$n{$k} += $c;
+		}
+	}
+	return join ' ', map { "$_:$n{$_}" } sort keys %n;
+}
+
+sub expected_replays
+{
+	my ($db) = @_;
+	return join ' ', map { "$_:duplicate:$keys{$db}{$_}" } sort keys %{ $keys{$db} };
+}
+
+# Tries $n new keys on a SKU, in one transaction, and reports the statuses,
+# the key locks held at its end, the scans of the key's index, and what the
+# filter said.
+my $new_tag = 0;
+sub new_keys
+{
+	my ($node, $db, $sku, $n) = @_;
+	my $prefix = 'new-' . ++$new_tag;
+	my $out = run($node, $db, qq{
+BEGIN;
+SELECT said_absent AS a0, said_maybe AS m0, false_positives AS f0 FROM inventory.key_filter \\gset
+SELECT pg_stat_get_xact_numscans('inventory.ledger_pkey'::regclass) AS s0 \\gset
+SELECT string_agg(s || ':' || c, ' ' ORDER BY s) FROM (
+  SELECT r.status AS s, count(*) AS c
+    FROM generate_series(1, $n) i
+   CROSS JOIN LATERAL inventory.reserve('$sku', 1, '$prefix-' || i, i % 5 - 2) r
+   GROUP BY 1) x;
+SELECT count(*) FROM pg_locks
+ WHERE locktype = 'object' AND classid = 'inventory.ledger'::regclass
+   AND objsubid = 0 AND pid = pg_backend_pid();
+SELECT pg_stat_get_xact_numscans('inventory.ledger_pkey'::regclass) - :s0;
+SELECT said_absent - :a0, said_maybe - :m0, false_positives - :f0 FROM inventory.key_filter;
+COMMIT;
+});
+	return { text => $out } if $out =~ /^FAILED/;
+	my ($status, $locks, $scans, $said) = split /\n/, $out;
+	my ($absent, $maybe, $fp) = split /\|/, $said;
+	return {
+		status => $status, locks => $locks, scans => $scans,
+		absent => $absent, maybe => $maybe, fp => $fp,
+		text => "$status locks=$locks scans=$scans absent=$absent maybe=$maybe fp=$fp" };
+}
+
+# The whole check of one database: ready as expected, every key a
+# duplicate, new keys refused -- looked up one by one while not ready, and
+# answered from the filter, with no lock and no lookup, once ready.
+sub check_db
+{
+	my ($node, $db, $label, $ready) = @_;
+	my $n = $db eq 'postgres' ? 300 : 100;
+	is(ready($node, $db), $ready ? 't' : 'f', "$label: $db is " . ($ready ? '' : 'not ') . 'ready');
+	is(replays($node, $db), expected_replays($db), "$label: every key of $db replayed is a duplicate");
+	is(new_keys($node, $db, 'KF-HOT', $n)->{text},
+		$ready
+		  ? "insufficient:$n locks=0 scans=0 absent=$n maybe=0 fp=0"
+		  : "insufficient:$n locks=$n scans=$n absent=0 maybe=0 fp=0",
+		"$label: new keys in $db are refused, "
+		  . ($ready ? 'said absent, with no lock and no lookup' : 'each looked up under its lock'));
+	return unless $db eq 'postgres';
+	# admitted: each key is locked, and asked under its lock; the insert's
+	# unique check is its only lookup once the database is ready
+	is(new_keys($node, $db, 'KF-OPEN', 50)->{text},
+		$ready
+		  ? 'ok:50 locks=50 scans=0 absent=50 maybe=0 fp=0'
+		  : 'ok:50 locks=50 scans=50 absent=0 maybe=0 fp=0',
+		"$label: new keys in $db are admitted, "
+		  . ($ready ? 'said absent under their locks, with no lookup' : 'each looked up under its lock'));
+	add_keys($db, 'reserve/KF-OPEN', 50);
+	# reserve_many() answers each element as reserve() would: the keys of
+	# batch 1 on the sold-out SKU are duplicates, new keys are refused
+	my $tag = 'many-' . ++$new_tag;
+	my ($want, $got) = split /\|/, run($node, $db, qq{
+WITH k AS MATERIALIZED (
+  SELECT sku, qty, order_id FROM inventory.ledger WHERE kind = 'reserve' AND batch_id = 1 AND sku = 'KF-HOT'
+  UNION ALL SELECT 'KF-HOT', 1, '$tag-' || i FROM generate_series(1, 20) i)
+SELECT (SELECT 'duplicate:' || count(*) FILTER (WHERE order_id NOT LIKE '$tag-%') || ' insufficient:20' FROM k),
+       (SELECT string_agg(s || ':' || n, ' ' ORDER BY s) FROM (
+          SELECT r.status AS s, count(*) AS n
+            FROM inventory.reserve_many((SELECT array_agg(sku ORDER BY order_id) FROM k),
+                                        (SELECT array_agg(qty ORDER BY order_id) FROM k),
+                                        (SELECT array_agg(order_id ORDER BY order_id) FROM k)) r
+           GROUP BY 1) x)}), 2;
+	is($got, $want, "$label: reserve_many() of the keys of batch 1 in $db, and of new keys ($want)");
+}
+
+# what the workers were doing, when one did not do what the test waited for
+sub diag_worker
+{
+	my ($node) = @_;
+	diag(run($node, 'postgres', q{
+SELECT * FROM inventory.worker_status;
+SELECT pid, backend_type, state, wait_event_type, wait_event, left(query, 60) FROM pg_stat_activity
+ WHERE backend_type LIKE 'inventory%';
+SELECT sku, kind, state, folded, count(*) FROM inventory.ledger GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
+SELECT sku, unfolded, in_flight FROM inventory.sku_stats;}));
+}
+
+sub check_all
+{
+	my ($node, $label, $ready) = @_;
+	check_db($node, $_, $label, $ready) for @DBS;
+}
+
+# --- a primary with the worker on, and a standby ---------------------------
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'inventory'
+inventory.worker_enabled = on
+inventory.expire_interval = '100ms'
+restart_after_crash = on
+# a replay of every key in one statement holds every key's lock
+max_locks_per_transaction = 1024
+log_statement = none
+});
+$primary->start;
+$primary->safe_psql('postgres', 'CREATE DATABASE shop2');
+$primary->safe_psql($_, 'CREATE EXTENSION inventory') for @DBS;
+is($primary->safe_psql('postgres', 'SELECT bytes, hashes FROM inventory.key_filter'),
+	'8388608|4', 'the filter takes 8MB by default');
+
+$primary->backup('backup');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'backup', has_streaming => 1);
+# its worker starts after the promotion, when the test has looked at the
+# filter before any rebuild
+$standby->append_conf('postgresql.conf', 'inventory.worker_enabled = off');
+$standby->start;
+
+# the worker reads the (empty) ledgers first: every key made from now on
+# is known to the filter through the trigger alone
+wait_ready($primary, 'after CREATE EXTENSION');
+
+# --- the sale -------------------------------------------------------------------
+
+# KF-HOT: 2,003 units, one per reservation, 3 of them under odd keys; 200
+# confirmed, 200 cancelled, and what the cancels gave back is swept up:
+# KF-HOT is sold out.  KF-OPEN has plenty: its replays are admitted ones.
+is(run($primary, 'postgres', q{
+SELECT status FROM inventory.restock('KF-HOT', 2003, 'in-hot');
+SELECT status FROM inventory.restock('KF-OPEN', 1000000, 'in-open');
+SELECT string_agg(s || ':' || n, ' ' ORDER BY s) FROM (
+  SELECT r.status AS s, count(*) AS n FROM generate_series(1, 2000) i
+   CROSS JOIN LATERAL inventory.reserve('KF-HOT', 1, 'hot-' || i / 5, i % 5 - 2, '1 hour') r
+   GROUP BY 1) x;
+SELECT string_agg(r.status, ' ') FROM (VALUES (repeat('x', 255), -2147483648),
+    (E'tab\there, quote '' and "été" ☃', 2147483647), (E'new\nline', 0)) k(o, b)
+ CROSS JOIN LATERAL inventory.reserve('KF-HOT', 1, k.o, k.b, '1 hour') r;
+SELECT count(*) FILTER (WHERE (inventory.confirm('hot-' || i / 5, i % 5 - 2)).ok) FROM generate_series(1, 2000) i WHERE i % 10 = 1;
+SELECT count(*) FILTER (WHERE (inventory.cancel('hot-' || i / 5, i % 5 - 2)).ok) FROM generate_series(1, 2000) i WHERE i % 10 = 2;
+SELECT status FROM inventory.reserve('KF-HOT', inventory.available('KF-HOT'), 'hot-sweep', 1, '1 hour');
+SELECT inventory.available('KF-HOT');
+SELECT count(*) FILTER (WHERE (inventory.reserve('KF-OPEN', 2, 'open-' || i, 1, '1 hour')).status = 'ok') FROM generate_series(1, 500) i;
+SELECT count(*) FILTER (WHERE (inventory.reserve('KF-OPEN', 1, 'exp-' || i, 3, '100 milliseconds')).status = 'ok') FROM generate_series(1, 100) i;
+}), "ok\nok\nok:2000\nok ok ok\n200\n200\nok\n0\n500\n100", 'the sale: KF-HOT sold out, KF-OPEN selling');
+add_keys('postgres', 'restock/KF-HOT', 1);
+add_keys('postgres', 'restock/KF-OPEN', 1);
+add_keys('postgres', 'reserve/KF-HOT', 2004);
+add_keys('postgres', 'reserve/KF-OPEN', 600);
+
+# rows written by hand, reservations and restocks, and by a restore's COPY
+is(run($primary, 'postgres', q{
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+SELECT 'hand-' || i, 7, 'restock', 'KF-OPEN', 1 FROM generate_series(1, 50) i;
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
+SELECT 'hand-r-' || i, 1, 'reserve', 'KF-OPEN', 1, now() + interval '1 hour' FROM generate_series(1, 50) i;
+COPY inventory.ledger FROM stdin;
+restored-1	1	restock	KF-OPEN	5	\N	\N	2026-01-01 00:00:00+00	\N	\N	f	\N
+restored-2	-1	restock	KF-OPEN	5	\N	\N	2026-01-01 00:00:00+00	\N	\N	f	\N
+restored-3	1	restock	KF-OPEN	5	\N	\N	2026-01-01 00:00:00+00	\N	\N	t	\N
+\.
+SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'hand-%' OR order_id LIKE 'restored-%';
+}), '103', 'rows written by hand and by a restore are in the ledger');
+add_keys('postgres', 'restock/KF-OPEN', 53);
+add_keys('postgres', 'reserve/KF-OPEN', 50);
+
+# the other database sells the same keys on its own ledger
+is(run($primary, 'shop2', q{
+SELECT status FROM inventory.restock('KF-HOT', 300, 'in-hot');
+SELECT string_agg(s || ':' || n, ' ' ORDER BY s) FROM (
+  SELECT r.status AS s, count(*) AS n FROM generate_series(1, 300) i
+   CROSS JOIN LATERAL inventory.reserve('KF-HOT', 1, 'hot-' || i / 5, i % 5 - 2, '1 hour') r
+   GROUP BY 1) x;
+}), "ok\nok:300", 'shop2 sells 300 units under keys that postgres uses too');
+add_keys('shop2', 'restock/KF-HOT', 1);
+add_keys('shop2', 'reserve/KF-HOT', 300);
+
+# the worker expires the short reservations and folds what is settled (the
+# restore above emptied this database's cache: loading a SKU again makes its
+# settled movements due), then an administrator deletes half of the folded
+# settled movements of KF-HOT (the units stay where the fold put them)
+ok($primary->poll_query_until('postgres', q{
+SELECT count(*) = 100 FROM inventory.ledger WHERE order_id LIKE 'exp-%' AND state = 'EXPIRED'}),
+	'the worker expired the short reservations')
+  or diag_worker($primary);
+run($primary, 'postgres', q{SELECT inventory.available('KF-HOT'), inventory.available('KF-OPEN')});
+ok($primary->poll_query_until('postgres', q{
+SELECT count(*) = 500 FROM inventory.ledger WHERE state IN ('CONFIRMED', 'CANCELLED', 'EXPIRED') AND folded}),
+	'the worker folds the settled movements')
+  or diag_worker($primary);
+my $deleted_where = q{order_id LIKE 'hot-%' AND order_id <> 'hot-sweep'
+   AND (5 * substr(order_id, 5)::int + batch_id + 2) % 20 IN (1, 2)};
+is(run($primary, 'postgres', qq{
+WITH d AS (DELETE FROM inventory.ledger WHERE folded AND kind = 'reserve' AND $deleted_where
+           RETURNING state)
+SELECT string_agg(state || ':' || n, ' ' ORDER BY state) FROM (SELECT state, count(*) n FROM d GROUP BY 1) x;
+SELECT inventory.available('KF-HOT');
+}), "CONFIRMED:100 CANCELLED:100\n0", 'an administrator deletes 200 folded movements; KF-HOT stays sold out');
+add_keys('postgres', 'reserve/KF-HOT', -200);
+is(run($primary, 'postgres', q{
+SELECT sku, kind, count(*) FROM inventory.ledger GROUP BY 1, 2 ORDER BY 1, 2}),
+	"KF-HOT|reserve|1804\nKF-HOT|restock|1\nKF-OPEN|reserve|650\nKF-OPEN|restock|54",
+	'the ledger holds the keys the test counts');
+
+# --- every key is known ------------------------------------------------------------
+
+check_all($primary, 'after the sale', 1);
+
+# the deleted keys are free again: said maybe (their bits stay), looked up,
+# not found: refused on the sold-out SKU, and usable for a new movement
+my $deleted_keys = qq{SELECT 'hot-' || i / 5 AS o, i % 5 - 2 AS b FROM generate_series(1, 2000) i
+  WHERE i % 20 IN (1, 2)};
+is(run($primary, 'postgres', qq{
+SELECT said_maybe AS m0, false_positives AS f0 FROM inventory.key_filter \\gset
+SELECT string_agg(s || ':' || n, ' ') FROM (SELECT r.status s, count(*) n FROM ($deleted_keys) k
+  CROSS JOIN LATERAL inventory.reserve('KF-HOT', 1, k.o, k.b) r GROUP BY 1) x;
+SELECT said_maybe - :m0, false_positives - :f0 FROM inventory.key_filter;
+SELECT string_agg(s || ':' || n, ' ') FROM (SELECT r.status s, count(*) n FROM ($deleted_keys) k
+  CROSS JOIN LATERAL inventory.restock('KF-OTHER', 1, k.o, k.b) r GROUP BY 1) x;
+}), "insufficient:200\n200|200\nok:200",
+	'deleted keys: refused on the sold-out SKU after a lookup each (200 false positives), then free for restocks');
+add_keys('postgres', 'restock/KF-OTHER', 200);
+is(run($primary, 'postgres', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty after the sale');
+
+# --- a crash, with the worker off: nothing is ready until a rebuild ------------------
+
+$primary->append_conf('postgresql.conf', 'inventory.worker_enabled = off');
+$primary->stop('immediate');
+$primary->start;
+is($primary->safe_psql('postgres', 'SELECT keys_added, said_absent, said_maybe FROM inventory.key_filter'),
+	'0|0|0', 'after a crash the filter starts empty');
+check_all($primary, 'after a crash, before any rebuild', 0);
+
+# buyers go on while the filter is not ready: their keys are added by the
+# trigger all the same
+is(run($primary, 'postgres', q{
+SELECT count(*) FILTER (WHERE (inventory.reserve('KF-OPEN', 1, 'nr-' || i, 1, '1 hour')).status = 'ok') FROM generate_series(1, 100) i}),
+	'100', 'reserves made before the rebuild are admitted');
+add_keys('postgres', 'reserve/KF-OPEN', 100);
+
+# a reservation in flight while the keys are read: the rebuild neither
+# waits for it nor sees it
+my $buyer = $primary->background_psql('postgres');
+is($buyer->query_safe(q{BEGIN; SELECT status FROM inventory.reserve('KF-OPEN', 1, 'in-flight', 1, '1 hour')}),
+	'ok', 'a buyer reserves and has not committed yet');
+my $rebuilder = $primary->background_psql('postgres');
+$rebuilder->query_safe(q{SET lock_timeout = '10s'});
+is($rebuilder->query(q{BEGIN; SELECT inventory.key_filter_rebuild()}),
+	$primary->safe_psql('postgres', 'SELECT count(*) FROM inventory.ledger'),
+	'key_filter_rebuild() reads every committed key, without waiting for the buyer in flight');
+is(run($primary, 'postgres', q{SET lock_timeout = '10s';
+SELECT status FROM inventory.reserve('KF-OPEN', 1, 'during-rebuild', 1, '1 hour');
+SELECT status FROM inventory.reserve('KF-OPEN', 1, 'during-rebuild', 1, '1 hour');
+SELECT status FROM inventory.reserve('KF-HOT', 1, 'during-rebuild-hot');}),
+	"ok\nduplicate\ninsufficient",
+	'buyers do not wait for the transaction of the rebuild');
+$buyer->query_safe('COMMIT');
+$rebuilder->query_safe('COMMIT');
+$buyer->quit;
+$rebuilder->quit;
+add_keys('postgres', 'reserve/KF-OPEN', 2);
+
+# postgres is ready now; shop2, whose keys nobody read, is not
+check_db($primary, 'postgres', 'after the rebuild', 1);
+check_db($primary, 'shop2', 'after the rebuild of postgres only', 0);
+
+$primary->append_conf('postgresql.conf', 'inventory.worker_enabled = on');
+$primary->reload;
+ok($primary->poll_query_until('shop2', 'SELECT ready FROM inventory.key_filter'),
+	'the worker reads the keys of shop2');
+check_all($primary, 'after the worker\'s rebuild', 1);
+
+# --- a backend crash: the postmaster reinitialises shared memory -------------------
+
+my $victim = $primary->background_psql('postgres');
+my $pid = $victim->query_safe('SELECT pg_backend_pid()');
+my $log_offset = -s $primary->logfile;
+kill 'KILL', $pid;
+$victim->quit;
+$primary->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
+ok($primary->poll_query_until('postgres', 'SELECT true'), 'the server is back after a backend crash');
+ok($primary->log_contains("server process \\(PID $pid\\) was terminated by signal 9", $log_offset),
+	'the backend crash restarted the server');
+# the worker may or may not have read the keys yet: the answers are the same
+for my $db (@DBS)
+{
+	is(replays($primary, $db), expected_replays($db),
+		"after a backend crash, at once: every key of $db replayed is a duplicate");
+}
+wait_ready($primary, 'after a backend crash');
+check_all($primary, 'after a backend crash', 1);
+
+# --- pg_ctl restart (fast) with the worker on ------------------------------------
+
+$primary->restart;
+for my $db (@DBS)
+{
+	is(replays($primary, $db), expected_replays($db),
+		"after a restart, at once: every key of $db replayed is a duplicate");
+}
+wait_ready($primary, 'after a restart');
+check_all($primary, 'after a restart', 1);
+is(run($primary, 'postgres', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty after the restarts');
+
+# --- failover ------------------------------------------------------------------------
+
+$primary->wait_for_catchup($standby, 'replay');
+is(run($standby, 'postgres', 'SELECT ready FROM inventory.key_filter'), 'f', 'the standby\'s filter is not ready');
+like(run($standby, 'postgres', 'SELECT inventory.key_filter_rebuild()'), qr/FAILED: .*during recovery/,
+	'key_filter_rebuild() is refused on a standby');
+
+# movements that reach the standby only by replay, after that attempt
+is(run($primary, 'postgres', q{
+SELECT status FROM inventory.restock('KF-HOT', 300, 'late-in');
+SELECT count(*) FILTER (WHERE (inventory.reserve('KF-HOT', 1, 'late-' || i, i % 3, '1 hour')).status = 'ok') FROM generate_series(1, 300) i;
+SELECT count(*) FILTER (WHERE (inventory.reserve('KF-OPEN', 1, 'late-open-' || i, 1, '1 hour')).status = 'ok') FROM generate_series(1, 100) i;
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
+SELECT 'late-hand-' || i, 1, 'restock', 'KF-OPEN', 1 FROM generate_series(1, 10) i;
+SELECT inventory.available('KF-HOT');
+}), "ok\n300\n100\n0", 'the primary sells more just before the failover');
+is(run($primary, 'shop2', q{
+SELECT status FROM inventory.restock('KF-HOT', 50, 'late-in');
+SELECT count(*) FILTER (WHERE (inventory.reserve('KF-HOT', 1, 'late-' || i, 1, '1 hour')).status = 'ok') FROM generate_series(1, 50) i;
+}), "ok\n50", 'and so does shop2');
+add_keys('postgres', 'restock/KF-HOT', 1);
+add_keys('postgres', 'reserve/KF-HOT', 300);
+add_keys('postgres', 'reserve/KF-OPEN', 100);
+add_keys('postgres', 'restock/KF-OPEN', 10);
+add_keys('shop2', 'restock/KF-HOT', 1);
+add_keys('shop2', 'reserve/KF-HOT', 50);
+$primary->wait_for_catchup($standby, 'replay');
+$primary->stop('immediate');
+$standby->promote;
+my $new = $standby;
+
+check_all($new, 'after the promotion, before any rebuild', 0);
+$new->append_conf('postgresql.conf', 'inventory.worker_enabled = on');
+$new->reload;
+wait_ready($new, 'after the promotion');
+check_all($new, 'after the promotion', 1);
+is(run($new, $_, 'SELECT count(*) FROM inventory.verify()'), '0', "verify() on the new primary is empty in $_")
+  for @DBS;
+$new->stop;
+
+# --- a filter far too small ---------------------------------------------------------
+
+my $TINY_KEYS = 50_000;
+my $CHUNK     = 5_000;
+my @chunks = map {
+	my $lo = ($_ - 1) * $CHUNK + 1;
+	"order_id LIKE 't-%' AND substr(order_id, 3)::int BETWEEN $lo AND " . ($lo + $CHUNK - 1)
+} 1 .. $TINY_KEYS / $CHUNK;
+push @chunks, "order_id NOT LIKE 't-%'";
+
+my $tiny = PostgreSQL::Test::Cluster->new('tiny');
+$tiny->init;
+$tiny->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'inventory'
+inventory.key_filter_size = 8kB
+inventory.worker_enabled = off
+max_locks_per_transaction = 256
+log_statement = none
+});
+$tiny->start;
+$tiny->safe_psql('postgres', 'CREATE EXTENSION inventory');
+is($tiny->safe_psql('postgres', 'SELECT current_setting(\'inventory.key_filter_size\'), bytes, ready FROM inventory.key_filter'),
+	'8kB|8192|f', 'a filter of 8kB');
+is($tiny->safe_psql('postgres', 'SELECT inventory.key_filter_rebuild()'), '0', 'an empty ledger has no keys to read');
+$tiny->safe_psql('postgres', "SELECT inventory.restock('KF-HOT', $TINY_KEYS, 'in-tiny')");
+my $made = 0;
+for my $c (1 .. $TINY_KEYS / $CHUNK)
+{
+	my $lo = ($c - 1) * $CHUNK + 1;
+	my $hi = $lo + $CHUNK - 1;
+	$made += $tiny->safe_psql('postgres', qq{
+SELECT count(*) FROM generate_series($lo, $hi) i
+ WHERE (inventory.reserve('KF-HOT', 1, 't-' || i, i % 7 - 3, '1 hour')).status = 'ok'});
+}
+is($made, $TINY_KEYS, "$TINY_KEYS reservations sell KF-HOT out");
+my ($fill, $fpr, $added) = split /\|/, $tiny->safe_psql('postgres',
+	'SELECT fill, false_positive_rate, keys_added FROM inventory.key_filter');
+cmp_ok($fill, '>', 0.9, "the filter is full: fill $fill, expected false positive rate $fpr");
+cmp_ok($added, '>=', $TINY_KEYS + 1, "keys_added counts every key ($added)");
+%keys = (postgres => { 'restock/KF-HOT' => 1, 'reserve/KF-HOT' => $TINY_KEYS });
+is(replays($tiny, 'postgres', @chunks), expected_replays('postgres'), 'full filter: every key replayed is a duplicate');
+my $r = new_keys($tiny, 'postgres', 'KF-HOT', $CHUNK);
+is($r->{status}, "insufficient:$CHUNK", 'full filter: new keys are refused');
+is($r->{absent} + $r->{maybe}, $CHUNK, 'the filter answered for every new key');
+cmp_ok($r->{maybe}, '>', 2 * $r->{absent}, "most new keys are said maybe ($r->{maybe} maybe, $r->{absent} absent)");
+is($r->{fp}, $r->{maybe}, 'each new key said maybe is a false positive');
+is($r->{locks}, $r->{maybe}, 'each new key said maybe was locked and looked up, no other');
+
+# --- a filter of size 0 is off -----------------------------------------------------
+
+$tiny->append_conf('postgresql.conf', 'inventory.key_filter_size = 0');
+$tiny->restart;
+is($tiny->safe_psql('postgres', 'SELECT bytes, fill, keys_added, ready FROM inventory.key_filter'),
+	'0|0|0|f', 'a filter of size 0 takes no memory and is never ready');
+like(run($tiny, 'postgres', 'SELECT inventory.key_filter_rebuild()'), qr/FAILED: .*the key filter is off/,
+	'key_filter_rebuild() says the filter is off');
+# the path is the one of a database not ready yet: a fifth of the keys will do
+%keys = (postgres => { 'restock/KF-HOT' => 1, 'reserve/KF-HOT' => 2 * $CHUNK });
+is(replays($tiny, 'postgres', @chunks[0, 1, -1]), expected_replays('postgres'),
+	'filter off: every key replayed (of 10,000) is a duplicate');
+is(new_keys($tiny, 'postgres', 'KF-HOT', 1000)->{text},
+	'insufficient:1000 locks=1000 scans=1000 absent=0 maybe=0 fp=0',
+	'filter off: new keys are refused, each looked up under its lock');
+is(run($tiny, 'postgres', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty');
+$tiny->stop;
+
+done_testing();
