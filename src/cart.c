@@ -6,8 +6,9 @@
  * is summed per SKU before anything is asked, so two lines of one SKU, and
  * a buyer's limit, are checked on the sum.  The SKUs are taken in one fixed
  * order (their bytes, as COLLATE "C" sorts them): holds in shared memory
- * never wait, and the only locks that can -- a buyer's, one per SKU --
- * are taken in that order, so two carts that share SKUs never deadlock.
+ * never wait, and of the locks that can, the keys of the lines come first
+ * (in line order, all of one order_id), then the buyer's, one per SKU in
+ * that order, so two carts that share SKUs never deadlock.
  * Line i of a cart is the movement (order_id, i).
  *
  * When any SKU cannot serve its demand, the cart is refused: the holds
@@ -44,14 +45,14 @@ typedef struct CartSku
 	InvView		view;
 } CartSku;
 
-static text **sort_skus;
-
+/* Orders line numbers by their SKUs (arg), then by number. */
 static int
-CompareLines(const void *a, const void *b)
+CompareLines(const void *a, const void *b, void *arg)
 {
+	text	  **skus = arg;
 	int			ia = *(const int *) a;
 	int			ib = *(const int *) b;
-	int			c = LedgerCompareText(sort_skus[ia], sort_skus[ib]);
+	int			c = LedgerCompareText(skus[ia], skus[ib]);
 
 	return c != 0 ? c : (ia > ib) - (ia < ib);
 }
@@ -69,8 +70,7 @@ GroupLines(text **skus, int64 *qtys, int n, CartSku **cart_skus, int *group)
 
 	for (int i = 0; i < n; i++)
 		order[i] = i;
-	sort_skus = skus;
-	qsort(order, n, sizeof(int), CompareLines);
+	qsort_arg(order, n, sizeof(int), CompareLines, skus);
 
 	for (int k = 0; k < n; k++)
 	{
