@@ -408,11 +408,17 @@ fi
 
 if want 5; then
 	rejects() { sql "SELECT coalesce(sum(rejects), 0) FROM inventory.sku_stats WHERE sku = 'SOLD-1'"; }
+	absent() { sql "SELECT said_absent FROM inventory.key_filter"; }
 	before=$(rejects)
+	absent_before=$(absent)
 	run_case 5 reserve.sql -D sku=SOLD-1 -D prefix=o5-
 	after=$(rejects)
+	absent_after=$(absent)
 	check "case 5: every reserve refused ($PROCESSED calls, $((after - before)) rejects)" \
 		"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
+	# the warm-up's refusals count too
+	check "case 5: the key filter answered every refusal without a lookup (ready: $(sql "SELECT ready FROM inventory.key_filter"), $((absent_after - absent_before)) answered)" \
+		"$([ $((absent_after - absent_before)) -ge "$PROCESSED" ] && echo t)"
 	check "case 5: refused reserves wrote no ledger row" \
 		"$([ "$(ledger_rows "sku = 'SOLD-1'")" -eq 0 ] && echo t)"
 	check "case 5: available('SOLD-1') is 0" "$(sql "SELECT inventory.available('SOLD-1') = 0")"
