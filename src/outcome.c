@@ -24,7 +24,7 @@
  * The descriptor of inventory.result, kept across calls: looking it up for
  * every call would cost more than the rest of a refused reserve.
  */
-TupleDesc
+static TupleDesc
 OutcomeDesc(void)
 {
 	static TupleDesc desc = NULL;

@@ -41,7 +41,6 @@ typedef enum ReservationOp
 extern void OutcomeInit(Outcome *o, text *sku, int64 qty);
 extern HeapTuple OutcomeTuple(const Outcome *o);
 extern Datum OutcomeDatum(const Outcome *o);
-extern TupleDesc OutcomeDesc(void);
 extern void OutcomeSetCounters(Outcome *o, const InvView *view);
 extern void OutcomeReadCounters(Outcome *o, const char *sku);
 extern void OutcomeSetMovement(Outcome *o, const LedgerRow *m);
