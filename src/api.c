@@ -533,7 +533,7 @@ Datum
 inventory_expire(PG_FUNCTION_ARGS)
 {
 	CheckWritable("inventory.expire()");
-	PG_RETURN_INT64(ExpireOverdue(ArgMaxRows(fcinfo, 0)));
+	PG_RETURN_INT64(ExpireOverdue(ArgMaxRows(fcinfo, 0), NULL));
 }
 
 PG_FUNCTION_INFO_V1(inventory_fold);

@@ -80,40 +80,66 @@
 static bool folding = false;
 
 /*
- * Lock a batch of overdue reservations, skipping those a buyer is confirming
- * or cancelling right now, and expire them.
+ * Lock a batch of overdue reservations due from $3 on, skipping those a
+ * buyer is confirming or cancelling right now, and expire them; count them
+ * and say when the last one was due.
  */
 static InvStmt expire_batch = {
-	"UPDATE inventory.ledger SET state = 'EXPIRED'"
-	" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"   SELECT ctid FROM inventory.ledger"
-	"   WHERE NOT folded AND expires_at OPERATOR(pg_catalog.<=) $1"
-	"   AND state OPERATOR(pg_catalog.=) 'PENDING'"
-	"   ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
-	" AND state OPERATOR(pg_catalog.=) 'PENDING'",
-	2, {TIMESTAMPTZOID, INT8OID}
+	"WITH expired AS ("
+	" UPDATE inventory.ledger SET state = 'EXPIRED'"
+	"  WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"    SELECT ctid FROM inventory.ledger"
+	"    WHERE NOT folded AND expires_at OPERATOR(pg_catalog.<=) $1"
+	"    AND expires_at OPERATOR(pg_catalog.>=) $3"
+	"    AND state OPERATOR(pg_catalog.=) 'PENDING'"
+	"    ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
+	"  AND state OPERATOR(pg_catalog.=) 'PENDING'"
+	"  RETURNING expires_at)"
+	" SELECT pg_catalog.count(*), pg_catalog.max(expires_at) FROM expired",
+	3, {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID}
 };
 
 /*
  * Expires up to max_rows overdue PENDING reservations (all when negative),
  * oldest first.  Returns how many.
+ *
+ * With from, only those due at or after *from, which is moved to when the
+ * last one expired was due: a worker clearing a backlog batch after batch
+ * starts each batch where the last one ended, instead of stepping again
+ * over the rows it expired, which stay in ledger_due_idx until they are
+ * folded.  A row skipped because a buyer held it is found again once the
+ * caller starts from the beginning.
  */
 int64
-ExpireOverdue(int64 max_rows)
+ExpireOverdue(int64 max_rows, TimestampTz *from)
 {
-	Datum		values[2];
-	char		nulls[3] = "  ";
-	uint64		n;
+	Datum		values[3];
+	char		nulls[4] = "   ";
+	TimestampTz start;
+	int64		n;
 	int			spi;
 
+	TIMESTAMP_NOBEGIN(start);
+	if (from != NULL)
+		start = *from;
 	values[0] = TimestampTzGetDatum(GetCurrentStatementStartTimestamp());
 	values[1] = Int64GetDatum(max_rows);
+	values[2] = TimestampTzGetDatum(start);
 	if (max_rows < 0)
 		nulls[1] = 'n';
 	spi = InvSpiConnect();
-	n = InvStmtRun(&expire_batch, values, nulls, false, 0);
+	InvStmtRun(&expire_batch, values, nulls, false, 1);
+	{
+		bool		isnull;
+		Datum		d;
+
+		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		if (from != NULL && !isnull)
+			*from = DatumGetTimestampTz(d);
+	}
 	InvSpiFinish(spi);
-	return (int64) n;
+	return n;
 }
 
 /* Is this backend folding now?  The trigger lets only a fold mark rows folded. */

@@ -8,7 +8,9 @@
 
 #include "postgres.h"
 
-extern int64 ExpireOverdue(int64 max_rows);
+#include "datatype/timestamp.h"
+
+extern int64 ExpireOverdue(int64 max_rows, TimestampTz *from);
 extern int64 FoldSettled(char **skus, int nskus, int64 max_rows, bool wait);
 extern bool FoldInProgress(void);
 

@@ -75,6 +75,13 @@ NextExpiry(void)
 	return result;
 }
 
+/*
+ * Where the next batch of a backlog starts: when the last round expired a
+ * full batch, at the expires_at it reached (see ExpireOverdue); else from
+ * the beginning, so that rows a buyer held are tried again.
+ */
+static TimestampTz expire_from = DT_NOBEGIN;
+
 /* One round; reports what it did and when work is due next. */
 static void
 WorkerRound(void)
@@ -114,7 +121,9 @@ WorkerRound(void)
 		(void) KeyFilterRebuild();
 	}
 	pgstat_report_activity(STATE_RUNNING, "inventory: expiring overdue reservations");
-	expired = ExpireOverdue(inv_expire_batch);
+	expired = ExpireOverdue(inv_expire_batch, &expire_from);
+	if (expired < inv_expire_batch)
+		TIMESTAMP_NOBEGIN(expire_from);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 
