@@ -205,7 +205,7 @@ ReserveOne(text *sku, int64 qty, text *order_id, int32 batch_id,
 				PendingDropUnbound(&key);
 				PendingUnpinSince(&key, mark);
 				o->status = "limit_exceeded";
-				OutcomeReadCounters(o, o->sku);
+				OutcomeReadCounters(o);
 				return;
 			}
 
@@ -302,14 +302,13 @@ SettleReservation(ReservationOp op, text *order_id, int32 batch_id,
 		{
 			HeapTuple	tup = SPI_tuptable->vals[0];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
-			char	   *sku = SPI_getvalue(tup, desc, 1);
-			char	   *copy = SPI_palloc(strlen(sku) + 1);
 			bool		isnull;
 
-			strcpy(copy, sku);
 			o->ok = true;
 			o->status = "ok";
-			o->sku = copy;
+			/* out of SPI's memory, which InvSpiFinish() frees */
+			o->sku = DatumGetTextPP(SPI_datumTransfer(SPI_getbinval(tup, desc, 1, &isnull),
+													  false, -1));
 			o->has_qty = true;
 			o->qty = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
 			o->has_state = true;
@@ -364,7 +363,7 @@ SettleReservation(ReservationOp op, text *order_id, int32 batch_id,
 	}
 
 	if (o->sku)
-		OutcomeReadCounters(o, o->sku);
+		OutcomeReadCounters(o);
 }
 
 static Datum
@@ -411,6 +410,7 @@ inventory_extend(PG_FUNCTION_ARGS)
 {
 	return ReservationCall(fcinfo, OP_EXTEND);
 }
+
 /* ---- restock and adjust ---- */
 
 PG_FUNCTION_INFO_V1(inventory_restock);

@@ -544,16 +544,17 @@ CachePin(const InvKey *key)
 }
 
 /*
- * The answer to a reservation of qty units, from a copy of the entry.
- * With sale, the SKU's rules are asked first; with expected_version, the
- * committed version must equal it and no other transaction may have a
- * change in flight (own_pins: the caller's own pin).
+ * The answer to a reservation of qty units, from a copy of the entry and
+ * whether the SKU exists for the caller.  With sale, the SKU's rules are
+ * asked first; with expected_version, the committed version must equal it
+ * and no other transaction may have a change in flight (own_pins: the
+ * caller's own pin).
  */
 static InvAdmit
-AdmitDecide(const InvView *v, int64 qty, const int64 *expected_version,
-			int32 own_pins, const InvSale *sale)
+AdmitDecide(const InvView *v, bool exists, int64 qty,
+			const int64 *expected_version, int32 own_pins, const InvSale *sale)
 {
-	if (!v->exists)
+	if (!exists)
 		return INV_ADMIT_UNKNOWN;
 	if (sale != NULL)
 	{
@@ -586,7 +587,6 @@ CacheAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
 	InvEntry   *entry = *entryp;
 	bool		mine = (entry != NULL);
 	InvAdmit	result;
-	InvView		asked;
 
 	if (!mine)
 		entry = EntryGet(key);
@@ -594,9 +594,8 @@ CacheAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
 	SpinLockAcquire(&entry->mutex);
 	FillView(entry, view);
 	/* a SKU being deleted by another transaction is gone for this one */
-	asked = *view;
-	asked.exists = entry->exists && (mine || !entry->dropping);
-	result = AdmitDecide(&asked, qty, expected_version, mine ? 1 : 0, sale);
+	result = AdmitDecide(view, entry->exists && (mine || !entry->dropping),
+						 qty, expected_version, mine ? 1 : 0, sale);
 	if (result == INV_ADMIT_CONFLICT)
 		entry->stats.conflicts++;
 	else if (result == INV_ADMIT_INSUFFICIENT)

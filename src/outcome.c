@@ -62,7 +62,7 @@ OutcomeTuple(const Outcome *o)
 	values[0] = BoolGetDatum(o->ok);
 	values[1] = CStringGetTextDatum(o->status);
 	nulls[2] = (o->sku == NULL);
-	values[2] = o->sku ? CStringGetTextDatum(o->sku) : (Datum) 0;
+	values[2] = PointerGetDatum(o->sku);
 	nulls[3] = !o->has_qty;
 	values[3] = Int64GetDatum(o->qty);
 	nulls[4] = !o->has_state;
@@ -91,14 +91,14 @@ OutcomeSetCounters(Outcome *o, const InvView *view)
 	o->version = view->version;
 }
 
-/* Live counters of a SKU, from the cache. */
+/* Live counters of the outcome's SKU, from the cache. */
 void
-OutcomeReadCounters(Outcome *o, const char *sku)
+OutcomeReadCounters(Outcome *o)
 {
 	InvKey		key;
 	InvView		view;
 
-	CacheMakeKey(&key, sku, strlen(sku));
+	CacheMakeKey(&key, VARDATA_ANY(o->sku), VARSIZE_ANY_EXHDR(o->sku));
 	if (CacheRead(&key, true, &view))
 		OutcomeSetCounters(o, &view);
 }
@@ -106,7 +106,7 @@ OutcomeReadCounters(Outcome *o, const char *sku)
 void
 OutcomeSetMovement(Outcome *o, const LedgerRow *m)
 {
-	o->sku = text_to_cstring(m->sku);
+	o->sku = m->sku;
 	o->has_qty = true;
 	o->qty = m->kind == INV_KIND_ADJUST && m->has_counted ? m->counted : m->qty;
 	o->has_state = m->has_state;
@@ -168,14 +168,14 @@ OutcomeReplay(text *order_id, int32 batch_id, const LedgerRow *m,
 	OutcomeSetMovement(o, m);
 	o->ok = true;
 	o->status = "duplicate";
-	OutcomeReadCounters(o, o->sku);
+	OutcomeReadCounters(o);
 }
 
 void
 OutcomeInit(Outcome *o, text *sku, int64 qty)
 {
 	memset(o, 0, sizeof(Outcome));
-	o->sku = text_to_cstring(sku);
+	o->sku = sku;
 	o->has_qty = true;
 	o->qty = qty;
 }

@@ -18,7 +18,7 @@ typedef struct Outcome
 {
 	bool		ok;
 	const char *status;
-	const char *sku;
+	text	   *sku;			/* NULL: none */
 	bool		has_qty;
 	int64		qty;
 	bool		has_state;
@@ -42,7 +42,7 @@ extern void OutcomeInit(Outcome *o, text *sku, int64 qty);
 extern HeapTuple OutcomeTuple(const Outcome *o);
 extern Datum OutcomeDatum(const Outcome *o);
 extern void OutcomeSetCounters(Outcome *o, const InvView *view);
-extern void OutcomeReadCounters(Outcome *o, const char *sku);
+extern void OutcomeReadCounters(Outcome *o);
 extern void OutcomeSetMovement(Outcome *o, const LedgerRow *m);
 extern void OutcomeReplay(text *order_id, int32 batch_id, const LedgerRow *m,
 						  InvKind kind, text *sku, int64 qty, text *buyer_id,

@@ -228,6 +228,24 @@ PendingPin(const InvKey *key)
 }
 
 /*
+ * CacheAdmit() for a SKU this transaction may pin (t): a SKU it created has
+ * no units until it commits, so it is short of stock rather than unknown.
+ */
+static InvAdmit
+Admit(const InvKey *key, Touched *t, InvEntry **entry, int64 qty,
+	  const int64 *expected_version, const InvSale *sale, bool hold,
+	  InvView *view)
+{
+	InvAdmit	result;
+
+	*entry = t ? t->entry : NULL;
+	result = CacheAdmit(key, entry, qty, expected_version, sale, hold, view);
+	if (t != NULL && result == INV_ADMIT_UNKNOWN && PendingSkuExists(key))
+		result = INV_ADMIT_INSUFFICIENT;
+	return result;
+}
+
+/*
  * reserve()'s admission: takes a hold of qty ahead of the reservation's row.
  * A refusal pins nothing and records nothing.
  */
@@ -236,7 +254,7 @@ PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
 			   const InvSale *sale, InvView *view)
 {
 	Touched    *t;
-	InvEntry   *entry = NULL;
+	InvEntry   *entry;
 	InvAdmit	result;
 	Change	   *c;
 
@@ -247,17 +265,9 @@ PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
 		changes = repalloc(changes, changes_cap * sizeof(Change));
 	}
 	t = TouchedFind(key);
-	if (t != NULL)
-		entry = t->entry;
-
-	result = CacheAdmit(key, &entry, qty, expected_version, sale, true, view);
+	result = Admit(key, t, &entry, qty, expected_version, sale, true, view);
 	if (result != INV_ADMIT_OK)
-	{
-		if (t != NULL && result == INV_ADMIT_UNKNOWN && PendingSkuExists(key))
-			result = INV_ADMIT_INSUFFICIENT;	/* created by this transaction:
-												 * no units until it commits */
 		return result;
-	}
 
 	if (t == NULL)
 		t = TouchedAddOrGiveBack(key, entry, qty);
@@ -271,18 +281,10 @@ PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
 InvAdmit
 PendingAsk(const InvKey *key, int64 qty, const InvSale *sale, InvView *view)
 {
-	Touched    *t;
-	InvEntry   *entry = NULL;
-	InvAdmit	result;
+	InvEntry   *entry;
 
 	EnsureState();
-	t = TouchedFind(key);
-	if (t != NULL)
-		entry = t->entry;
-	result = CacheAdmit(key, &entry, qty, NULL, sale, false, view);
-	if (t != NULL && result == INV_ADMIT_UNKNOWN && PendingSkuExists(key))
-		result = INV_ADMIT_INSUFFICIENT;
-	return result;
+	return Admit(key, TouchedFind(key), &entry, qty, NULL, sale, false, view);
 }
 
 /* adjust()'s admission: see CacheStocktake(). */

@@ -42,21 +42,6 @@ RETURNS text LANGUAGE sql
 AS $$ SELECT pg_temp.rows_of(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L, %L, %L)',
 									 pg_temp.n(o), pg_temp.ns(skus), qtys, ttl, buyer)) $$;
 
--- runs sql, a SELECT that leaves its answer in inventory_test.answer, under
--- EXPLAIN ANALYZE, which counts the WAL records this backend writes for it
--- (pg_current_wal_insert_lsn() also moves with other backends' writes, the
--- worker's folds for one); the answer, and whether the calling transaction
--- took an xid or the call wrote WAL.  Call it in a statement of its own.
-CREATE FUNCTION pg_temp.probe(sql text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	plan json;
-BEGIN
-	EXECUTE 'EXPLAIN (ANALYZE, WAL, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) ' || sql INTO plan;
-	RETURN current_setting('inventory_test.answer')
-		|| CASE WHEN txid_current_if_assigned() IS NULL THEN ' xid=none' ELSE ' xid=taken' END
-		|| CASE WHEN (plan->0->'Plan'->>'WAL Records')::bigint = 0 THEN ' wal=none' ELSE ' wal=written' END;
-END $$;
-
 -- a cart's result rows, and what it wrote
 CREATE FUNCTION pg_temp.try_cart(o text, skus text[], qtys bigint[], buyer text DEFAULT NULL,
 								 ttl interval DEFAULT '1 hour')
@@ -335,17 +320,7 @@ SELECT is(pg_temp.settle('cancel_order', 'ct-none'),
 SELECT throws_ok(format('SELECT * FROM inventory.confirm_order(%L)', pg_temp.n('d-CT-A')), '23505', NULL,
 				 'confirm_order() of a restock''s order_id: 23505');
 
-------------------------------------------------------------------------------
 -- settle what is left, and check the cache against the tables
-------------------------------------------------------------------------------
-
-SELECT is((SELECT count(*) FILTER (WHERE NOT (inventory.cancel(order_id, batch_id)).ok)
-			 FROM inventory.ledger
-			WHERE starts_with(order_id, current_setting('inventory_test.prefix')) AND state = 'PENDING'),
-		  0::bigint, 'every reservation left PENDING is cancelled');
-SELECT is((SELECT count(*) FROM inventory.ledger
-			WHERE starts_with(order_id, current_setting('inventory_test.prefix')) AND state = 'PENDING'),
-		  0::bigint, 'no reservation of this file is left PENDING');
-SELECT is_empty('SELECT * FROM inventory.verify()', 'inventory.verify() is empty');
+\ir lib/settle.sql
 
 SELECT * FROM finish();

@@ -22,21 +22,6 @@ CREATE FUNCTION pg_temp.r(s text, q bigint, o text, buyer text DEFAULT NULL,
 RETURNS inventory.result LANGUAGE sql
 AS $$ SELECT * FROM inventory.reserve(pg_temp.n(s), q, pg_temp.n(o), 1, '1 hour', ev, buyer) $$;
 
--- runs sql, a SELECT that leaves its answer in inventory_test.answer, under
--- EXPLAIN ANALYZE, which counts the WAL records this backend writes for it
--- (pg_current_wal_insert_lsn() also moves with other backends' writes, the
--- worker's folds for one); the answer, and whether the calling transaction
--- took an xid or the call wrote WAL.  Call it in a statement of its own.
-CREATE FUNCTION pg_temp.probe(sql text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	plan json;
-BEGIN
-	EXECUTE 'EXPLAIN (ANALYZE, WAL, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) ' || sql INTO plan;
-	RETURN current_setting('inventory_test.answer')
-		|| CASE WHEN txid_current_if_assigned() IS NULL THEN ' xid=none' ELSE ' xid=taken' END
-		|| CASE WHEN (plan->0->'Plan'->>'WAL Records')::bigint = 0 THEN ' wal=none' ELSE ' wal=written' END;
-END $$;
-
 -- a reserve's outcome, and what it wrote
 CREATE FUNCTION pg_temp.try(s text, q bigint, o text, buyer text DEFAULT NULL,
 							ev bigint DEFAULT NULL)
@@ -408,17 +393,7 @@ SELECT is(pg_temp.rules_of('RL-T'), 'max_per_buyer=3 window=[NULL, NULL)', 'a wi
 SELECT is(pg_temp.res_id(pg_temp.r('RL-T', 1, 'rl-t5', 'bob')), 'ok=true status=ok sku=RL-T qty=1 state=PENDING',
 		  '... is not in force');
 
-------------------------------------------------------------------------------
 -- settle what is left, and check the cache against the tables
-------------------------------------------------------------------------------
-
-SELECT is((SELECT count(*) FILTER (WHERE NOT (inventory.cancel(order_id, batch_id)).ok)
-			 FROM inventory.ledger
-			WHERE starts_with(order_id, current_setting('inventory_test.prefix')) AND state = 'PENDING'),
-		  0::bigint, 'every reservation left PENDING is cancelled');
-SELECT is((SELECT count(*) FROM inventory.ledger
-			WHERE starts_with(order_id, current_setting('inventory_test.prefix')) AND state = 'PENDING'),
-		  0::bigint, 'no reservation of this file is left PENDING');
-SELECT is_empty('SELECT * FROM inventory.verify()', 'inventory.verify() is empty');
+\ir lib/settle.sql
 
 SELECT * FROM finish();

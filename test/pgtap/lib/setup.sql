@@ -113,3 +113,18 @@ BEGIN
 	INSERT INTO snap_ledger SELECT * FROM pg_temp.my_ledger;
 	INSERT INTO snap_live SELECT * FROM pg_temp.my_live;
 END $$;
+
+-- runs sql, a SELECT that leaves its answer in inventory_test.answer, under
+-- EXPLAIN ANALYZE, which counts the WAL records this backend writes for it
+-- (pg_current_wal_insert_lsn() also moves with other backends' writes, the
+-- worker's folds for one); the answer, and whether the calling transaction
+-- took an xid or the call wrote WAL.  Call it in a statement of its own.
+CREATE FUNCTION pg_temp.probe(sql text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	plan json;
+BEGIN
+	EXECUTE 'EXPLAIN (ANALYZE, WAL, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) ' || sql INTO plan;
+	RETURN current_setting('inventory_test.answer')
+		|| CASE WHEN txid_current_if_assigned() IS NULL THEN ' xid=none' ELSE ' xid=taken' END
+		|| CASE WHEN (plan->0->'Plan'->>'WAL Records')::bigint = 0 THEN ' wal=none' ELSE ' wal=written' END;
+END $$;
