@@ -146,6 +146,17 @@ TouchedUnpinLast(void)
 	hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
 }
 
+/* Rules set by a later change replace those set by an earlier one. */
+static inline void
+TakeLaterRules(bool *has_rules, InvRules *rules, bool later_has, const InvRules *later)
+{
+	if (later_has)
+	{
+		*has_rules = true;
+		*rules = *later;
+	}
+}
+
 static bool
 ChangeIsEmpty(const Change *c)
 {
@@ -445,11 +456,7 @@ PendingRowChange(const InvKey *key, const InvRowChange *rc)
 	InvEffectAdd(&c->delta, &rc->delta);
 	c->exists += rc->exists;
 	c->unfolded += rc->unfolded;
-	if (rc->has_rules)
-	{
-		c->has_rules = true;
-		c->rules = rc->rules;
-	}
+	TakeLaterRules(&c->has_rules, &c->rules, rc->has_rules, &rc->rules);
 	InvCountersAdd(&c->counts, &rc->counts);
 }
 
@@ -593,11 +600,7 @@ MergeSubtransaction(SubTransactionId subid, SubTransactionId parent)
 			p->incoming += c->incoming;
 			p->exists += c->exists;
 			p->unfolded += c->unfolded;
-			if (c->has_rules)
-			{
-				p->has_rules = true;
-				p->rules = c->rules;
-			}
+			TakeLaterRules(&p->has_rules, &p->rules, c->has_rules, &c->rules);
 			InvCountersAdd(&p->counts, &c->counts);
 			c->sku->last = c->prev;
 		}
@@ -633,12 +636,8 @@ EndTransaction(bool commit)
 			InvEffectAdd(&s->delta, &c->delta);
 			s->exists += c->exists;
 			s->unfolded += c->unfolded;
-			/* records are in the order they were made: the last one wins */
-			if (c->has_rules)
-			{
-				s->has_rules = true;
-				s->rules = c->rules;
-			}
+			/* records are in the order they were made */
+			TakeLaterRules(&s->has_rules, &s->rules, c->has_rules, &c->rules);
 			InvCountersAdd(&s->counts, &c->counts);
 		}
 	}
