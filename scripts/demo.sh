@@ -1,19 +1,63 @@
 #!/usr/bin/env bash
-# scripts/demo.sh [BUYERS] [UNITS] [CLIENTS] -- a flash sale.
+# scripts/demo.sh [--smoke] [BUYERS] [UNITS] [CLIENTS] -- one flash sale,
+# sold three ways.
 #
-# Starts a scratch cluster with the extension preloaded, stocks one SKU with
-# UNITS units, and lets BUYERS buyers race for it over CLIENTS connections
-# (pgbench).  Each buyer reserves one unit and, if it got one, pays (nine in
-# ten) or changes their mind (one in ten: the unit goes back on sale).
-# Prints progress every second, then a summary.  Removes the cluster at the
-# end.
+# Starts a scratch cluster with the extension preloaded and runs the same
+# flash sale on it three times, one after the other, each in a database of
+# its own: one SKU with UNITS units, BUYERS buyers racing for them over
+# CLIENTS connections (pgbench -M prepared).  Every buyer, in one
+# transaction, takes one unit and, if they got one, pays (nine in ten) or
+# changes their mind (one in ten: the unit goes back on sale).  The ways:
+#
+#   read-check-write    plain SQL as a naive application writes it: read the
+#                       count, check it, write back the count minus one,
+#                       insert the order (bench/sql/demo_read_check_write.sql).
+#                       Buyers who read the same count all get a unit: it
+#                       oversells.
+#   conditional UPDATE  UPDATE stock SET qty = qty - 1 WHERE sku = $1 AND
+#                       qty >= 1, and the order when a row was updated
+#                       (bench/sql/demo_update.sql).  Correct, but every buyer
+#                       waits for the lock of the one hot row.
+#   inventory           inventory.reserve, then confirm or cancel
+#                       (bench/sql/buyer.sql).  Correct and fast.
+#
+# Prints each round's progress every second, then one table with the three
+# side by side: units stocked, sold, oversold (sold beyond stock), buyers
+# served per second (pgbench's TPS) and the p99 latency (from pgbench's
+# per-transaction logs); then the checks.  Removes the cluster at the end.
+#
+#   defaults  5000 buyers, 1000 units, 64 clients: about 40 s on 2 cores,
+#             more than half of it read-check-write, which never sells out
+#             and so queues every buyer on the hot row.
+#   --smoke   400 buyers, 100 units, 8 clients, a few seconds (run by
+#             scripts/test.sh); numbers given after it still count.
+#
+# Exits non-zero if a round failed, if the conditional UPDATE or inventory
+# oversold, if inventory.verify() found a difference, or if inventory sold
+# fewer units than it stocked although there were enough buyers (at least
+# 2 x UNITS + CLIENTS: a cancelled unit needs a later buyer).  The
+# read-check-write oversell is a race: it is shown, never checked.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-BUYERS=${1:-5000}
-UNITS=${2:-1000}
-CLIENTS=${3:-64}
+usage() { sed -n '2,3p;28,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+SMOKE=0
+case ${1:-} in
+--smoke) SMOKE=1; shift ;;
+-h | --help) usage ;;
+esac
+if [ "$SMOKE" -eq 1 ]; then DEFAULTS=(400 100 8); else DEFAULTS=(5000 1000 64); fi
+BUYERS=${1:-${DEFAULTS[0]}}
+UNITS=${2:-${DEFAULTS[1]}}
+CLIENTS=${3:-${DEFAULTS[2]}}
+for n in "$BUYERS" "$UNITS" "$CLIENTS"; do [[ $n =~ ^[1-9][0-9]*$ ]] || usage; done
 [ "$BUYERS" -ge "$CLIENTS" ] || inv_die "need at least as many buyers as clients"
+
+# the three ways, each a database and a buyer's script; every array below
+# is indexed like these
+WAYS=(read_check_write conditional_update inventory)
+SCRIPTS=(demo_read_check_write.sql demo_update.sql buyer.sql)
 
 inv_setup
 
@@ -22,37 +66,125 @@ trap 'inv_cluster_stop "$DIR"; rm -rf "$DIR"' EXIT
 inv_log "starting a scratch cluster in $DIR"
 inv_cluster_start "$DIR"
 
-psql_q() { inv_as_pg psql -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
-psql_q -c 'CREATE EXTENSION inventory' \
-	-c "SELECT inventory.restock('FLASH-1', $UNITS, 'delivery-1')" >/dev/null
+psql_in() { local db=$1; shift; inv_as_pg psql -X -q -v ON_ERROR_STOP=1 -d "$db" "$@"; }
+# a copy the PostgreSQL user can read wherever the checkout lives
+for f in "${SCRIPTS[@]}"; do
+	cp "$INV_TOP/bench/sql/$f" "$DIR/$f"
+	chmod a+r "$DIR/$f"
+done
 
-cp "$INV_TOP/bench/sql/buyer.sql" "$DIR/buyer.sql"
-chmod a+r "$DIR/buyer.sql"
+# one database per way, each with UNITS units of FLASH-1
+for db in "${WAYS[@]}"; do
+	inv_as_pg createdb "$db" || inv_die "createdb $db failed"
+done
+for db in "${WAYS[@]:0:2}"; do
+	psql_in "$db" <<SQL || inv_die "setting up $db failed"
+CREATE TABLE stock (sku text PRIMARY KEY, qty integer NOT NULL);
+CREATE TABLE orders (order_id text PRIMARY KEY, sku text NOT NULL,
+                     status text NOT NULL DEFAULT 'reserved');
+INSERT INTO stock VALUES ('FLASH-1', $UNITS);
+SQL
+done
+psql_in inventory -c 'CREATE EXTENSION inventory' \
+	-c "SELECT inventory.restock('FLASH-1', $UNITS, 'delivery-1')" >/dev/null ||
+	inv_die "setting up inventory failed"
 
 PER_CLIENT=$(( (BUYERS + CLIENTS - 1) / CLIENTS ))
-inv_log "flash sale: $((PER_CLIENT * CLIENTS)) buyers, $UNITS units, $CLIENTS connections"
-inv_as_pg pgbench -n -M prepared -c "$CLIENTS" -j 2 -t "$PER_CLIENT" -P 1 \
-	-D sku=FLASH-1 -D pay=9 -f "$DIR/buyer.sql" postgres 2>&1 | tee "$DIR/pgbench.out" |
-	grep -E '^progress' | sed 's/^/  /'
-TPS=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$DIR/pgbench.out" | head -1)
+TOTAL=$((PER_CLIENT * CLIENTS))
+TPS=() P99=() SOLD=() LEFT=() AWAY=() OVER=()
+
+# p99_ms PREFIX: the 99th percentile (nearest rank) of the latencies in
+# pgbench's per-transaction logs PREFIX.* (one file per thread), whose third
+# field is in µs; fails unless they hold every buyer
+p99_ms() {
+	cat "$1".* | awk '{ print $3 }' | sort -n | awk -v total="$TOTAL" '
+		{ us[NR] = $1 }
+		END { if (NR != total) exit 1; printf "%.1f", us[int((NR * 99 + 99) / 100)] / 1000 }'
+}
+
+# sale I: the flash sale of way I, in its database
+sale() {
+	local db=${WAYS[$1]} status
+	inv_log "$db: $TOTAL buyers, $UNITS units, $CLIENTS connections"
+	inv_as_pg pgbench -n -M prepared -c "$CLIENTS" -j 2 -t "$PER_CLIENT" -P 1 \
+		-l --log-prefix="$DIR/latency-$db" -D sku=FLASH-1 -D pay=9 -f "$DIR/${SCRIPTS[$1]}" "$db" 2>&1 |
+		tee "$DIR/$db.out" | grep -E '^progress' | sed "s/^/  $db  /"
+	status=${PIPESTATUS[0]}
+	if [ "$status" -ne 0 ]; then
+		tail -20 "$DIR/$db.out" >&2
+		inv_die "pgbench failed in $db (exit status $status)"
+	fi
+	TPS[$1]=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$DIR/$db.out" | head -1)
+	TPS[$1]=$(printf '%.0f' "${TPS[$1]:-0}")
+	P99[$1]=$(p99_ms "$DIR/latency-$db") || inv_die "the latency logs of $db do not hold its $TOTAL buyers"
+}
+
+for i in 0 1 2; do sale "$i"; done
+
+# what each way sold, and what its own count says is left for sale
+for i in 0 1; do
+	IFS='|' read -r "SOLD[$i]" "LEFT[$i]" "AWAY[$i]" < <(psql_in "${WAYS[$i]}" -At <<SQL
+SELECT (SELECT count(*) FROM orders WHERE status = 'paid'),
+       (SELECT qty FROM stock WHERE sku = 'FLASH-1'),
+       $TOTAL - (SELECT count(*) FROM orders);
+SQL
+	)
+done
+IFS='|' read -r 'SOLD[2]' 'LEFT[2]' 'AWAY[2]' NEGATIVE DIFFS < <(psql_in inventory -At <<SQL
+SELECT (SELECT count(*) FROM inventory.ledger WHERE kind = 'reserve' AND state = 'CONFIRMED'),
+       (SELECT available FROM inventory.stock WHERE sku = 'FLASH-1'),
+       $TOTAL - (SELECT count(*) FROM inventory.ledger WHERE kind = 'reserve'),
+       (SELECT bool_or(on_hand < 0 OR reserved > on_hand) FROM inventory.stock),
+       (SELECT count(*) FROM inventory.verify());
+SQL
+)
+for i in 0 1 2; do
+	[[ ${SOLD[$i]:-} =~ ^[0-9]+$ ]] || inv_die "could not count the sales of ${WAYS[$i]}"
+	OVER[i]=$(( SOLD[i] > UNITS ? SOLD[i] - UNITS : 0 ))
+done
 
 echo
-echo "Summary"
-psql_q -At -F $'\t' <<SQL | while IFS=$'\t' read -r what value; do printf '  %-28s %s\n' "$what" "$value"; done
-SELECT 'units stocked', $UNITS;
-SELECT 'buyers', $((PER_CLIENT * CLIENTS));
-SELECT 'units sold (confirmed)', count(*) FROM inventory.ledger WHERE state = 'CONFIRMED';
-SELECT 'reservations cancelled', count(*) FROM inventory.ledger WHERE state = 'CANCELLED';
-SELECT 'buyers turned away', rejects FROM inventory.sku_stats WHERE sku = 'FLASH-1';
-SELECT 'on hand / reserved left', on_hand || ' / ' || reserved FROM inventory.stock;
-SELECT 'oversold',
-       CASE WHEN bool_or(on_hand < 0 OR reserved > on_hand) THEN 'YES' ELSE 'no' END
-  FROM inventory.stock;
-SELECT 'units sold = units stocked',
-       CASE WHEN (SELECT count(*) FROM inventory.ledger WHERE state = 'CONFIRMED') = $UNITS
-            THEN 'yes' ELSE 'no' END;
-SELECT 'cache = tables (verify())',
-       CASE WHEN count(*) = 0 THEN 'yes' ELSE 'NO: ' || count(*) || ' differences' END
-  FROM inventory.verify();
-SELECT 'throughput (buyers/s)', round(${TPS:-0});
-SQL
+echo "Summary: $TOTAL buyers, $UNITS units, $CLIENTS connections"
+row() { printf '  %-26s %18s %20s %11s\n' "$@"; }
+row '' read-check-write 'conditional UPDATE' inventory
+row 'units stocked' "$UNITS" "$UNITS" "$UNITS"
+row 'units sold' "${SOLD[@]}"
+row 'oversold' "${OVER[@]}"
+row 'left for sale (own count)' "${LEFT[@]}"
+row 'buyers turned away' "${AWAY[@]}"
+row 'buyers served per second' "${TPS[@]}"
+row 'p99 latency (ms)' "${P99[@]}"
+
+echo
+echo "Checks"
+FAILED=0
+check() {   # check WHAT TEST...: prints one check, remembers a failure
+	local what=$1
+	shift
+	if "$@"; then printf '  %-44s yes\n' "$what"
+	else printf '  %-44s NO\n' "$what"; FAILED=1; fi
+}
+check 'conditional UPDATE sold at most what it had' [ "${OVER[1]}" -eq 0 ]
+check 'inventory sold at most what it had' [ "${OVER[2]}" -eq 0 ]
+check 'inventory stock never below zero' [ "$NEGATIVE" = f ]
+check 'inventory cache = tables (verify())' [ "$DIFFS" = 0 ]
+if [ "$TOTAL" -ge $((2 * UNITS + CLIENTS)) ]; then
+	check 'inventory sold every unit' [ "${SOLD[2]}" -eq "$UNITS" ]
+else
+	printf '  %-44s %s\n' 'inventory sold every unit' \
+		"not checked: fewer than 2 x $UNITS + $CLIENTS buyers"
+fi
+# read-check-write loses updates: its own count may promise units it does not have
+PHANTOM=$(( SOLD[0] + LEFT[0] - UNITS ))
+if [ "${OVER[0]}" -gt 0 ]; then
+	printf '  read-check-write oversold %s units: buyers who read the same count all sold it\n' \
+		"${OVER[0]}"
+elif [ "$PHANTOM" -gt 0 ]; then
+	printf '  read-check-write lost %s units in its count: sold %s and still offers %s of %s\n' \
+		"$PHANTOM" "${SOLD[0]}" "${LEFT[0]}" "$UNITS"
+elif [ "$CLIENTS" -eq 1 ]; then
+	printf '  read-check-write did not oversell: with one client nobody races\n'
+else
+	printf '  read-check-write did not oversell this time: it got lucky; the race is still there\n'
+fi
+[ "$FAILED" -eq 0 ] || inv_die "a check failed"
