@@ -7,6 +7,7 @@
 #   pgTAP suite        test/pgtap/*.sql              (pg_prove)
 #   TAP tests          test/t/*.pl                   (prove; crash, restart, concurrency, worker)
 #   benchmark smoke    bench/run.sh --smoke          (every case runs and checks its counts)
+#   demo smoke         scripts/demo.sh --smoke       (the three ways run; the two safe ones never oversell)
 #
 # Installs what is missing (as root), builds and installs the extension, and
 # runs everything as the PostgreSQL user in a scratch copy of the tree, each
@@ -55,6 +56,11 @@ run_tap_log "$WORK/tap.log" $?
 inv_log "bench smoke"
 "$INV_TOP/bench/run.sh" --smoke >"$WORK/bench.log" 2>&1
 tally_one "$WORK/bench.log" $?
+
+# the demo's smoke mode, for the same reason
+inv_log "demo smoke"
+"$INV_TOP/scripts/demo.sh" --smoke >"$WORK/demo.log" 2>&1
+tally_one "$WORK/demo.log" $?
 
 [ "$FAILED" -eq 0 ] || echo "logs kept in $WORK"
 tally_end
