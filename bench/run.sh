@@ -16,13 +16,15 @@
 #               reported when all its cases ran, a ratio shows as — when its
 #               baseline did not.
 #
-# Run as root: installs what is missing (lib.sh, plus redis-server and
-# redis-tools), builds and installs the extension, and runs PostgreSQL and
-# pgbench as the postgres user.  Prints a markdown report and writes it to
-# bench/results/latest.md (bench/results/smoke.md for --smoke, so a smoke run
-# does not overwrite the full report).  Exits non-zero when a case produced
-# no number or a correctness check failed; PASS/MISS of the targets is
-# reported, not enforced.
+# Run as root: installs what is missing (lib.sh, plus redis-server,
+# redis-tools and python3-matplotlib), builds and installs the extension, and
+# runs PostgreSQL and pgbench as the postgres user.  Prints a markdown report
+# and writes it to bench/results/latest.md (bench/results/smoke.md for
+# --smoke, so a smoke run does not overwrite the full report); bench/plot.py
+# then draws its results beside it (latest-tps.svg, latest-ratios.svg), and
+# the report links them.  Exits non-zero when a case produced no number, a
+# correctness check failed or the pictures could not be drawn; PASS/MISS of
+# the targets is reported, not enforced.
 #
 # Cases (pgbench -M prepared -j 2, synchronous_commit = on, fsync = on):
 #   1   SELECT 1: the floor, one round trip
@@ -113,6 +115,9 @@ inv_setup
 # Redis is only a reference: if it cannot be installed, its case is skipped.
 REDIS_OK=1
 { want 3 || want 3d; } && { (inv_packages redis-server redis-tools) || REDIS_OK=0; }
+# The pictures too: without matplotlib the report has none.
+PLOT_OK=1
+(inv_packages python3-matplotlib) || PLOT_OK=0
 
 DIR=$(mktemp -d /tmp/inventory-bench.XXXXXX)
 REDIS_PID=
@@ -626,6 +631,14 @@ NAME[7]="7 inventory: reserve + confirm/cancel/expire"
 NAME[10]="10 inventory: reserve_many of $BATCH, hot SKU (reservations/s)"
 BASE=([1b]=1 [1c]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [2f]=2d [3]=1 [3d]=3 [4]=2b [4b]=4 [5]=1 [6]=2b [7]=2b [10]=3d)
 
+# picture TEXT KIND: the link to bench/plot.py's picture of the report, which
+# it draws beside it once the report is written
+picture() {
+	[ "$PLOT_OK" -eq 1 ] || return 0
+	echo
+	echo "![$1]($(basename "${OUT%.md}")-$2.svg)"
+}
+
 report() {
 	local id c b
 	echo "# inventory benchmark"
@@ -645,6 +658,7 @@ report() {
 		"its latency is that of a call of $BATCH."
 	[ "$CASES" != "$ALL_CASES" ] && { echo; echo "Only cases $CASES (\`--cases\`)."; }
 	[ -n "$REDIS_NOTE" ] && { echo; echo "$REDIS_NOTE"; }
+	[ "$PLOT_OK" -eq 1 ] || { echo; echo "python3-matplotlib could not be installed here: no pictures."; }
 	echo
 	echo "## Throughput (TPS)"
 	echo
@@ -654,6 +668,7 @@ report() {
 		printf '| %s |' "${NAME[$id]}"
 		for c in $CLIENTS; do printf ' %s |' "$(fmt "${TPS[$id/$c]:-}")"; done; echo
 	done
+	picture "TPS per case against clients" tps
 	echo
 	echo "## Each case and client count"
 	echo
@@ -735,6 +750,7 @@ report() {
 	want 9 && { r=$(ratio "${FULL_MED[fold]}" "${EMPTY_MED[fold]}"); echo "| case 9 load ratio about 1 (≤ 2), right after the fold | ${r}× | $(verdict "$r" '<=' 2) |"; }
 	want 9 && { r=$(ratio "${FULL_MED[vacuum]}" "${EMPTY_MED[vacuum]}"); echo "| case 9 load ratio about 1 (≤ 2), after VACUUM | ${r}× | $(verdict "$r" '<=' 2) |"; }
 	want 9 && { echo "| case 9 bytes per SKU (with its rules) ≤ 288 | $BYTES | $(verdict "$BYTES" '<=' 288) |"; }
+	picture "Each target: measured against its target" ratios
 	echo
 	echo "## Checks"
 	echo
@@ -752,6 +768,16 @@ for id in "${CASE_IDS[@]}"; do
 done
 
 mkdir -p "$(dirname "$OUT")"
+# none of an earlier run's pictures beside this report, should drawing fail
+rm -f "${OUT%.md}-tps.svg" "${OUT%.md}-ratios.svg"
 report | tee "$OUT"
 inv_log "report written to $OUT"
+if [ "$PLOT_OK" -eq 1 ]; then
+	# Debian's python3, which has the matplotlib of python3-matplotlib
+	if /usr/bin/python3 "$INV_TOP/bench/plot.py" "$OUT" >/dev/null; then
+		inv_log "pictures drawn: ${OUT%.md}-tps.svg, ${OUT%.md}-ratios.svg"
+	else
+		FAILED=1; inv_log "the pictures of $OUT could not be drawn"
+	fi
+fi
 [ "$FAILED" -eq 0 ]
