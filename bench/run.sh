@@ -30,6 +30,8 @@
 #   1   SELECT 1: the floor, one round trip
 #   1b  SELECT * FROM inventory.cache_info(): the floor of any call of the
 #       form SELECT * FROM f(), a C function returning one row
+#   1k  SELECT of a random order key: the floor of any call that carries one,
+#       as every reserve does
 #   1c  SELECT of a key absent from inventory.ledger, by its primary key: the
 #       floor of a refusal that must still recognise a replayed key (run
 #       after case 5, on the same ledger)
@@ -45,7 +47,9 @@
 #       memory only
 #   3d  3 on a durable Redis: appendonly yes, appendfsync always (an
 #       acknowledged call survives a crash), a redis-server of its own
-#   4   inventory.reserve on one hot SKU, always succeeds
+#   4   inventory.reserve on one hot SKU, always succeeds (cases 4-7 call
+#       reserve in the select list, SELECT inventory.reserve(...), the
+#       cheapest call form)
 #   4b  4 on another hot SKU with max_per_buyer = 2, for a buyer drawn from
 #       9e18 (almost every call a buyer's first): the cost of the limit
 #   5   inventory.reserve on one sold-out SKU, always refused
@@ -65,7 +69,7 @@ ARGS=("$@")
 SMOKE=0
 DURATION=
 CLIENTS=
-ALL_CASES="1 1b 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 8 9 10"
+ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 8 9 10"
 CASES=$ALL_CASES
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -173,9 +177,9 @@ CREATE TABLE ledger (
 -- cases 2e and 2f: inventory's own ledger table, without the extension
 -- around it; one each, so that both start empty as case 4 does
 CREATE TABLE ledger3 (LIKE inventory.ledger INCLUDING DEFAULTS INCLUDING INDEXES)
-	WITH (fillfactor = 85);
+	WITH (fillfactor = 45);
 CREATE TABLE ledger3c (LIKE ledger3 INCLUDING DEFAULTS INCLUDING INDEXES)
-	WITH (fillfactor = 85);
+	WITH (fillfactor = 45);
 
 -- cases 4-7: SKUs of the extension
 SELECT inventory.restock('HOT-1', 1000000000000, 'stock-hot');
@@ -262,6 +266,7 @@ ledger_rows() { sql "SELECT count(*) FROM inventory.ledger WHERE $1"; }
 # ---------------------------------------------------------------- case 1, 2
 want 1 && run_case 1 floor.sql
 want 1b && run_case 1b floor_fn.sql
+want 1k && run_case 1k floor_param.sql -D prefix=o1k-
 want 2a && run_case 2a sql_update.sql -D sku=HOT
 want 2b && run_case 2b sql_update_ledger.sql -D sku=HOT
 want 2c && run_case 2c sql_for_update.sql -D sku=HOT
@@ -432,7 +437,7 @@ want 1c && run_case 1c floor_key.sql
 
 if want 6; then
 	before=$(ledger_rows "sku LIKE 'U-%'")
-	run_case 6 reserve_many.sql -D nskus=$NSKUS
+	run_case 6 reserve_skus.sql -D nskus=$NSKUS
 	after=$(ledger_rows "sku LIKE 'U-%'")
 	check "case 6: one ledger row per reserve ($PROCESSED calls, $((after - before)) rows)" \
 		"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
@@ -610,10 +615,11 @@ verdict() { awk -v m="$1" -v op="$2" -v t="$3" 'BEGIN {
 	ok = (op == ">=") ? m + 0 >= t + 0 : m + 0 <= t + 0; print ok ? "PASS" : "MISS" }'; }
 
 CASE_IDS=()   # the pgbench cases that ran, in the report's order
-for id in 1 1b 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 10; do want "$id" && CASE_IDS+=("$id"); done
+for id in 1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 10; do want "$id" && CASE_IDS+=("$id"); done
 declare -A NAME BASE
 NAME[1]="1 floor: SELECT 1"
 NAME[1b]="1b floor: SELECT * FROM a C function returning a row"
+NAME[1k]="1k floor: SELECT of a random order key"
 NAME[1c]="1c floor: SELECT of an absent key by the ledger's primary key"
 NAME[2a]="2a SQL: conditional UPDATE, one hot row"
 NAME[2b]="2b SQL: UPDATE + ledger INSERT, one transaction"
@@ -629,7 +635,7 @@ NAME[5]="5 inventory: reserve, hot SKU, sold out"
 NAME[6]="6 inventory: reserve, $(fmt "$NSKUS") SKUs uniform"
 NAME[7]="7 inventory: reserve + confirm/cancel/expire"
 NAME[10]="10 inventory: reserve_many of $BATCH, hot SKU (reservations/s)"
-BASE=([1b]=1 [1c]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [2f]=2d [3]=1 [3d]=3 [4]=2b [4b]=4 [5]=1 [6]=2b [7]=2b [10]=3d)
+BASE=([1b]=1 [1k]=1 [1c]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [2f]=2d [3]=1 [3d]=3 [4]=2b [4b]=4 [5]=1 [6]=2b [7]=2b [10]=3d)
 
 # picture TEXT KIND: the link to bench/plot.py's picture of the report, which
 # it draws beside it once the report is written
@@ -739,7 +745,8 @@ report() {
 	ran 4 2f && { r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2f/$TC]:-}"); echo "| (case 4 / case 2f: a reserve against the insert of its own row that answers a replay) | ${r}× | — |"; }
 	ran 4b 4 && { r=$(ratio "${TPS[4b/$TC]:-}" "${TPS[4/$TC]:-}"); echo "| case 4b ≥ 0.8× case 4 (a limit per buyer, a new buyer per call) | ${r}× | $(verdict "$r" '>=' 0.8) |"; }
 	ran 5 1 && { r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1/$TC]:-}"); echo "| case 5 ≥ 0.9× case 1 | ${r}× | $(verdict "$r" '>=' 0.9) |"; }
-	ran 5 1b && { r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1b/$TC]:-}"); echo "| (case 5 / case 1b: a refusal against the floor of its call form) | ${r}× | — |"; }
+	ran 5 1k && { r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1k/$TC]:-}"); echo "| (case 5 / case 1k: a refusal against a round trip that carries its key) | ${r}× | — |"; }
+	ran 1k 1 && { r=$(ratio "${TPS[1k/$TC]:-}" "${TPS[1/$TC]:-}"); echo "| (case 1k / case 1: the round trip with a key against the bare one) | ${r}× | — |"; }
 	ran 1c 1 && { r=$(ratio "${TPS[1c/$TC]:-}" "${TPS[1/$TC]:-}"); echo "| (case 1c / case 1: the key's index probe alone, in SQL) | ${r}× | — |"; }
 	ran 5 1c && { r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1c/$TC]:-}"); echo "| (case 5 / case 1c: a refusal against the probe of its key) | ${r}× | — |"; }
 	ran 6 2b && { r=$(ratio "${TPS[6/$TC]:-}" "${TPS[2b/$TC]:-}"); echo "| case 6 ≥ 1.0× case 2b | ${r}× | $(verdict "$r" '>=' 1.0) |"; }
