@@ -56,6 +56,19 @@ SELECT ok, status, sku, state FROM inventory.confirm_order('c-nope');
 -- ann's units of CA-CAP were cancelled: she may buy again
 SELECT ok, status FROM inventory.reserve_cart('c-cart-7', '{CA-CAP}', '{1}', buyer_id => 'ann');
 
+-- a cart's lines numbered by the caller (a router's part of a cart that
+-- spans servers): line i is (order_id, batch_ids[i])
+SELECT ok, status, sku, qty FROM inventory.reserve_cart('c-cart-8', '{CA-MUG,CA-TEE}', '{1,1}', batch_ids => '{5,2}');
+SELECT batch_id, sku, qty, state FROM inventory.ledger WHERE order_id = 'c-cart-8' ORDER BY batch_id;
+SELECT ok, status, sku, qty FROM inventory.reserve_cart('c-cart-8', '{CA-MUG,CA-TEE}', '{1,1}', batch_ids => '{5,2}');
+-- another part of the same order, under numbers of its own
+SELECT ok, status, sku, qty FROM inventory.reserve_cart('c-cart-8', '{CA-TEE}', '{1}', batch_ids => '{3}');
+-- a part that takes some lines already there is a reused key
+SELECT * FROM inventory.reserve_cart('c-cart-8', '{CA-MUG,CA-TEE}', '{1,1}', batch_ids => '{5,7}');
+SELECT * FROM inventory.reserve_cart('c-cart-8', '{CA-TEE}', '{1}', batch_ids => '{5}');
+SELECT count(*) FROM inventory.ledger WHERE order_id = 'c-cart-8';
+SELECT ok, status, sku, state FROM inventory.cancel_order('c-cart-8');
+
 -- misuse is an error
 SELECT * FROM inventory.reserve_cart('c-bad', '{CA-TEE,CA-MUG}', '{1}');
 SELECT * FROM inventory.reserve_cart('c-bad', '{}', '{}');
@@ -65,6 +78,10 @@ SELECT * FROM inventory.reserve_cart('c-bad', NULL, '{1}');
 SELECT * FROM inventory.reserve_cart(NULL, '{CA-TEE}', '{1}');
 SELECT * FROM inventory.reserve_cart('c-bad', '{{CA-TEE}}', '{{1}}');
 SELECT * FROM inventory.reserve_cart('c-bad', '{CA-TEE}', '{1}', ttl => '-1 minute');
+SELECT * FROM inventory.reserve_cart('c-bad', '{CA-TEE,CA-MUG}', '{1,1}', batch_ids => '{1}');
+SELECT * FROM inventory.reserve_cart('c-bad', '{CA-TEE,CA-MUG}', '{1,1}', batch_ids => '{4,4}');
+SELECT * FROM inventory.reserve_cart('c-bad', '{CA-TEE,CA-MUG}', '{1,1}', batch_ids => '{4,NULL}');
+SELECT * FROM inventory.reserve_cart('c-bad', '{CA-TEE}', '{1}', batch_ids => '{{4}}');
 SELECT * FROM inventory.confirm_order(NULL);
 
 SELECT sku, on_hand, reserved, available FROM inventory.stock WHERE sku LIKE 'CA-%' ORDER BY sku;

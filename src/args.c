@@ -210,6 +210,50 @@ ArgTextArray(FunctionCallInfo fcinfo, int n, const char *name,
 	return nelems;
 }
 
+static int
+CompareInt32(const void *a, const void *b)
+{
+	int32		x = *(const int32 *) a;
+	int32		y = *(const int32 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * batch_ids[]: the batch ids of a cart's lines, without NULLs and each once.
+ * A NULL or absent argument is no array: returns -1.  Else returns the
+ * number of elements.
+ */
+int
+ArgBatchIdArray(FunctionCallInfo fcinfo, int n, const char *name, int32 **items)
+{
+	Datum	   *elems;
+	int			nelems;
+	int32	   *sorted;
+
+	if (PG_NARGS() <= n || PG_ARGISNULL(n))
+	{
+		*items = NULL;
+		return -1;
+	}
+	ArgArray(fcinfo, n, name, INT4OID, &elems, NULL, &nelems);
+	*items = palloc(Max(1, nelems) * sizeof(int32));
+	sorted = palloc(Max(1, nelems) * sizeof(int32));
+	for (int i = 0; i < nelems; i++)
+		(*items)[i] = sorted[i] = DatumGetInt32(elems[i]);
+	qsort(sorted, nelems, sizeof(int32), CompareInt32);
+	for (int i = 1; i < nelems; i++)
+	{
+		if (sorted[i] == sorted[i - 1])
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("every element of %s must be distinct", name),
+					 errdetail("%d appears more than once.", sorted[i])));
+	}
+	pfree(sorted);
+	return nelems;
+}
+
 /* qtys[]: each positive.  Returns the number of elements. */
 int
 ArgQuantityArray(FunctionCallInfo fcinfo, int n, const char *name,

@@ -24,6 +24,8 @@ extern int64 ArgMaxRows(FunctionCallInfo fcinfo, int n);
 extern int	ArgTextArray(FunctionCallInfo fcinfo, int n, const char *name,
 						 void (*check) (const char *, int), bool allow_nulls,
 						 text ***items);
+extern int	ArgBatchIdArray(FunctionCallInfo fcinfo, int n, const char *name,
+							int32 **items);
 extern int	ArgQuantityArray(FunctionCallInfo fcinfo, int n, const char *name,
 							 int64 **items);
 

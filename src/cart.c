@@ -9,7 +9,9 @@
  * never wait, and of the locks that can, the keys of the lines come first
  * (in line order, all of one order_id), then the buyer's, one per SKU in
  * that order, so two carts that share SKUs never deadlock.
- * Line i of a cart is the movement (order_id, i).
+ * Line i of a cart is the movement (order_id, i), or (order_id,
+ * batch_ids[i]) when the caller numbers the lines: a router reserving on
+ * each node its part of a cart that spans nodes keeps the cart's numbers.
  *
  * When any SKU cannot serve its demand, the cart is refused: the holds
  * taken are given back and nothing is written; the lines of that SKU carry
@@ -95,8 +97,16 @@ GroupLines(text **skus, int64 *qtys, int n, CartSku **cart_skus, int *group)
 }
 
 static void
-CartReuseError(text *order_id, int n)
+CartReuseError(text *order_id, int n, bool numbered)
 {
+	if (numbered)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("order_id \"%s\" is already used by other movements",
+						text_to_cstring(order_id)),
+				 errdetail("A cart of %d lines is the movements (order_id, batch_ids[i]), and the ledger holds some of them as other movements.",
+						   n),
+				 errhint("Give each cart its own order_id.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
 			 errmsg("order_id \"%s\" is already used by other movements",
@@ -143,6 +153,8 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 	TimestampTz now = GetCurrentStatementStartTimestamp();
 	TimestampTz expires_at = ExpiresAt(fcinfo, 3, now);
 	text	   *buyer_id = ArgBuyerId(fcinfo, 4);
+	int32	   *batches;
+	int			nbatches = ArgBatchIdArray(fcinfo, 5, "batch_ids", &batches);
 	InvSale		sale = {now, buyer_id != NULL};
 	int			mark = PendingMark();
 	int			changes_mark = PendingChangesMark();
@@ -164,6 +176,17 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a cart must have at least one line")));
+	if (nbatches >= 0 && nbatches != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("skus and batch_ids must have the same number of elements"),
+				 errdetail("skus has %d elements and batch_ids %d.", n, nbatches)));
+	if (nbatches < 0)
+	{
+		batches = palloc(n * sizeof(int32));
+		for (int i = 0; i < n; i++)
+			batches[i] = i + 1;
+	}
 
 	InitMaterializedSRF(fcinfo, 0);
 	group = palloc(n * sizeof(int));
@@ -192,21 +215,22 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 	found = palloc(n * sizeof(LedgerRow));
 	for (int i = 0; i < n; i++)
 	{
-		LockKey(order_id, i + 1);
-		if (FindKey(order_id, i + 1, &found[i]))
+		LockKey(order_id, batches[i]);
+		if (FindKey(order_id, batches[i], &found[i]))
 			nfound++;
 	}
 	if (nfound > 0)
 	{
 		GiveBack(g, ng, buyer_id, mark, changes_mark);
-		if (nfound < n || FindKey(order_id, n + 1, &extra))
-			CartReuseError(order_id, n);
+		/* numbered by us, a longer cart under this order_id has line n + 1 */
+		if (nfound < n || (nbatches < 0 && FindKey(order_id, n + 1, &extra)))
+			CartReuseError(order_id, n, nbatches >= 0);
 		for (int i = 0; i < n; i++)
 		{
 			Outcome		o;
 
 			OutcomeInit(&o, skus[i], qtys[i]);
-			OutcomeReplay(order_id, i + 1, &found[i], INV_KIND_RESERVE,
+			OutcomeReplay(order_id, batches[i], &found[i], INV_KIND_RESERVE,
 						  skus[i], qtys[i], buyer_id, &o);
 			tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
 		}
@@ -249,7 +273,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 		LedgerNew	m;
 		Outcome		o;
 
-		NewMovement(&m, order_id, i + 1, INV_KIND_RESERVE, skus[i], qtys[i]);
+		NewMovement(&m, order_id, batches[i], INV_KIND_RESERVE, skus[i], qtys[i]);
 		m.has_expires_at = true;
 		m.expires_at = expires_at;
 		m.buyer_id = buyer_id;
