@@ -222,12 +222,13 @@ COMMENT ON FUNCTION inventory.reserve(text, bigint, text, integer, interval, big
 
 CREATE FUNCTION inventory.reserve_cart(order_id text, skus text[], qtys bigint[],
 									   ttl interval DEFAULT NULL,
-									   buyer_id text DEFAULT NULL)
+									   buyer_id text DEFAULT NULL,
+									   batch_ids integer[] DEFAULT NULL)
 	RETURNS SETOF inventory.result
 	AS 'MODULE_PATHNAME', 'inventory_reserve_cart' LANGUAGE C VOLATILE PARALLEL UNSAFE
 	SECURITY DEFINER ROWS 5;
-COMMENT ON FUNCTION inventory.reserve_cart(text, text[], bigint[], interval, text) IS
-	'reserve every line of a cart, or none: line i is (order_id, i); one result row per line';
+COMMENT ON FUNCTION inventory.reserve_cart(text, text[], bigint[], interval, text, integer[]) IS
+	'reserve every line of a cart, or none: line i is (order_id, i), or (order_id, batch_ids[i]); one result row per line';
 
 CREATE FUNCTION inventory.confirm_order(order_id text)
 	RETURNS SETOF inventory.result
@@ -246,13 +247,13 @@ COMMENT ON FUNCTION inventory.cancel_order(text) IS
 REVOKE EXECUTE ON FUNCTION
 	inventory.set_rules(text, bigint, timestamptz, timestamptz),
 	inventory.reserve(text, bigint, text, integer, interval, bigint, text),
-	inventory.reserve_cart(text, text[], bigint[], interval, text),
+	inventory.reserve_cart(text, text[], bigint[], interval, text, integer[]),
 	inventory.confirm_order(text),
 	inventory.cancel_order(text)
 FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
 	inventory.reserve(text, bigint, text, integer, interval, bigint, text),
-	inventory.reserve_cart(text, text[], bigint[], interval, text),
+	inventory.reserve_cart(text, text[], bigint[], interval, text, integer[]),
 	inventory.confirm_order(text),
 	inventory.cancel_order(text)
 TO inventory_app;
@@ -328,3 +329,27 @@ GRANT EXECUTE ON FUNCTION inventory.reserve_many(text[], bigint[], text[], inter
 -- end (by the settled versions), so the table does not grow.  Only pages
 -- written from now on are affected.
 ALTER TABLE inventory.ledger SET (fillfactor = 45);
+
+------------------------------------------------------------------------------
+-- Withdrawals: available units taken out for good (damaged goods, a transfer
+-- to another server), refused rather than taking reserved units
+------------------------------------------------------------------------------
+
+CREATE FUNCTION inventory.withdraw(sku text, qty bigint, order_id text,
+								   batch_id integer DEFAULT 1)
+	RETURNS inventory.result
+	AS 'MODULE_PATHNAME', 'inventory_withdraw' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
+COMMENT ON FUNCTION inventory.withdraw(text, bigint, text, integer) IS
+	'take qty available units of sku out of on_hand for good; insufficient when fewer are available';
+REVOKE EXECUTE ON FUNCTION inventory.withdraw(text, bigint, text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.withdraw(text, bigint, text, integer) TO inventory_admin;
+
+COMMENT ON TABLE inventory.ledger IS
+	'one row per movement (reserve, restock, adjust, withdraw), unique by (order_id, batch_id)';
+COMMENT ON COLUMN inventory.ledger.kind IS 'reserve, restock, adjust or withdraw';
+COMMENT ON COLUMN inventory.ledger.qty IS
+	'reserve: units held; restock: units added; adjust: change of on_hand; withdraw: units taken out';
+COMMENT ON COLUMN inventory.sku_stats.adjusts IS 'stocktakes and withdrawals committed';
+COMMENT ON TYPE inventory.result IS
+	'outcome of reserve, confirm, cancel, extend, restock, withdraw and adjust';

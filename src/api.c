@@ -1,7 +1,7 @@
 /*
  * api.c
- *	  The SQL API: reserve, confirm, cancel, extend, restock, adjust,
- *	  available, expire and fold.
+ *	  The SQL API: reserve, confirm, cancel, extend, restock, withdraw,
+ *	  adjust, available, expire and fold.
  *
  * Business outcomes are results, not errors: each call returns one
  * inventory.result row whose status says what happened (outcome.c).
@@ -143,7 +143,7 @@ NewMovement(LedgerNew *n, text *order_id, int32 batch_id, InvKind kind,
 }
 
 /*
- * The start of restock() and adjust(): lock the key, and if it is taken,
+ * The start of restock(), withdraw() and adjust(): lock the key, and if it is taken,
  * answer the replay (or raise the key's reuse).  Returns true when answered.
  */
 static bool
@@ -411,7 +411,7 @@ inventory_extend(PG_FUNCTION_ARGS)
 	return ReservationCall(fcinfo, OP_EXTEND);
 }
 
-/* ---- restock and adjust ---- */
+/* ---- restock, withdraw and adjust ---- */
 
 PG_FUNCTION_INFO_V1(inventory_restock);
 Datum
@@ -453,6 +453,48 @@ inventory_restock(PG_FUNCTION_ARGS)
 	o.has_counters = true;
 	o.available = InvViewAvailable(&view);
 	o.version = view.version;
+	return OutcomeDatum(&o);
+}
+
+/*
+ * Takes qty available units out of on_hand for good (damaged goods, a
+ * transfer to another server): admitted like a reservation of qty units,
+ * so it never takes units that are reserved or held, but without the
+ * rules of a sale, which are for buyers.
+ */
+PG_FUNCTION_INFO_V1(inventory_withdraw);
+Datum
+inventory_withdraw(PG_FUNCTION_ARGS)
+{
+	text	   *sku = ArgSku(fcinfo, 0);
+	int64		qty = ArgQuantity(fcinfo, 1, "qty", false);
+	text	   *order_id = ArgOrderId(fcinfo, 2);
+	int32		batch_id = ArgBatchId(fcinfo, 3);
+	Outcome		o;
+	InvKey		key;
+	InvView		view;
+	InvAdmit	admit;
+	LedgerNew	n;
+
+	CheckWritable("inventory.withdraw()");
+	if (AnsweredReplay(order_id, batch_id, INV_KIND_WITHDRAW, sku, qty, &o))
+		return OutcomeDatum(&o);
+
+	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
+	admit = PendingReserve(&key, qty, NULL, NULL, &view);
+	OutcomeSetCounters(&o, &view);
+	if (admit != INV_ADMIT_OK)
+	{
+		o.status = RefusalStatus(admit);
+		return OutcomeDatum(&o);
+	}
+
+	/* the trigger binds the hold just taken to the row */
+	NewMovement(&n, order_id, batch_id, INV_KIND_WITHDRAW, sku, qty);
+	LedgerInsert(&n);
+
+	o.ok = true;
+	o.status = "ok";
 	return OutcomeDatum(&o);
 }
 

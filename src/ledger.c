@@ -35,12 +35,13 @@ static const char *const kind_names[] = {
 	[INV_KIND_RESERVE] = "reserve",
 	[INV_KIND_RESTOCK] = "restock",
 	[INV_KIND_ADJUST] = "adjust",
+	[INV_KIND_WITHDRAW] = "withdraw",
 };
 
 InvKind
 LedgerParseKind(const char *str, int len)
 {
-	for (int k = INV_KIND_RESERVE; k <= INV_KIND_ADJUST; k++)
+	for (int k = INV_KIND_RESERVE; k <= INV_KIND_WITHDRAW; k++)
 	{
 		if ((size_t) len == strlen(kind_names[k]) &&
 			memcmp(str, kind_names[k], len) == 0)
@@ -49,7 +50,7 @@ LedgerParseKind(const char *str, int len)
 	ereport(ERROR,
 			(errcode(ERRCODE_CHECK_VIOLATION),
 			 errmsg("invalid ledger kind \"%.*s\"", len, str),
-			 errdetail("A movement is a reserve, a restock or an adjust.")));
+			 errdetail("A movement is a reserve, a restock, an adjust or a withdraw.")));
 	pg_unreachable();
 }
 
@@ -62,7 +63,8 @@ LedgerKindName(InvKind kind)
 /*
  * A reservation holds its quantity while PENDING and removes it from on_hand
  * once CONFIRMED.  Every committed change counts one version: a reservation
- * counts one when made and one when settled; a restock or a stocktake one.
+ * counts one when made and one when settled; a restock, a stocktake or a
+ * withdrawal one.
  */
 void
 LedgerEffect(InvKind kind, bool has_state, InvState state, int64 qty,
@@ -87,6 +89,9 @@ LedgerEffect(InvKind kind, bool has_state, InvState state, int64 qty,
 		case INV_KIND_RESTOCK:
 		case INV_KIND_ADJUST:
 			effect->on_hand = qty;
+			break;
+		case INV_KIND_WITHDRAW:
+			effect->on_hand = -qty;
 			break;
 	}
 }

@@ -21,7 +21,8 @@ typedef enum InvKind
 {
 	INV_KIND_RESERVE = 1,		/* a reservation, with a state */
 	INV_KIND_RESTOCK,			/* units added */
-	INV_KIND_ADJUST				/* a stocktake: qty is the change of on_hand */
+	INV_KIND_ADJUST,			/* a stocktake: qty is the change of on_hand */
+	INV_KIND_WITHDRAW			/* available units taken out of on_hand */
 } InvKind;
 
 /*

@@ -142,7 +142,8 @@ KeyReuseError(text *order_id, int32 batch_id, const LedgerRow *m)
 			 errmsg("key (order_id, batch_id)=(%s, %d) is already used by another movement",
 					order, batch_id),
 			 errdetail("The key belongs to a %s of %lld units of sku \"%s\".",
-					   m->kind == INV_KIND_RESERVE ? "reservation" : "restock",
+					   m->kind == INV_KIND_RESERVE ? "reservation" :
+					   m->kind == INV_KIND_WITHDRAW ? "withdrawal" : "restock",
 					   (long long) m->qty, sku),
 			 errhint("Give each movement its own (order_id, batch_id).")));
 }

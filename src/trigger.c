@@ -91,7 +91,7 @@ CheckMovement(const LedgerRow *row)
 					 errmsg("a %s has no state, expires_at or settled_at",
 							LedgerKindName(row->kind)),
 					 errdetail("Only reservations have a lifecycle.")));
-		if (row->kind == INV_KIND_RESTOCK && row->has_counted)
+		if (row->kind != INV_KIND_ADJUST && row->has_counted)
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("only a stocktake (adjust) has a counted value")));
@@ -420,10 +420,11 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 				rc.counts.restocks = 1;
 				break;
 			case INV_KIND_ADJUST:
+			case INV_KIND_WITHDRAW:
 				rc.counts.adjusts = 1;
 				break;
 		}
-		/* a restock or a stocktake is settled when made */
+		/* a restock, a stocktake or a withdrawal is settled when made */
 		rc.unfolded = LedgerRowIsSettled(&new) ? 1 : 0;
 		if (new.kind == INV_KIND_RESERVE && !LedgerInsertRulesChecked())
 		{

@@ -65,7 +65,7 @@ BEGIN
 	RETURN inventory.cancel(pg_temp.n(o));
 END $$;
 
-SELECT plan(158);
+SELECT plan(176);
 
 ------------------------------------------------------------------------------
 -- restock
@@ -554,6 +554,62 @@ SELECT is(pg_temp.movement('a1'), 'adjust sku=A qty=-5 counted=5 state=NULL',
 		  'after the 23505 errors: the stocktake is unchanged');
 SELECT is(pg_temp.movement('r2'), 'restock sku=A qty=5 counted=NULL state=NULL',
 		  'after the 23505 errors: the restock is unchanged');
+
+------------------------------------------------------------------------------
+-- withdraw, on a SKU of its own: 6 units, 2 of them reserved
+------------------------------------------------------------------------------
+
+SELECT is(pg_temp.res_id(inventory.restock(pg_temp.n('W'), 6, pg_temp.n('rW'))),
+		  'ok=true status=ok sku=W qty=6 state=NULL', 'restock W');
+SELECT is(pg_temp.res_id(inventory.reserve(pg_temp.n('W'), 2, pg_temp.n('oW'))),
+		  'ok=true status=ok sku=W qty=2 state=PENDING', 'reserve 2 of W');
+
+-- withdraw | none; SKU does not exist | unknown_sku | f | none
+SELECT is(pg_temp.res(inventory.withdraw(pg_temp.n('NOPE'), 1, pg_temp.n('w-unk'))),
+		  'ok=false status=unknown_sku sku=NOPE qty=1 state=NULL available=NULL version=NULL',
+		  'withdraw from an unknown SKU: unknown_sku, not ok');
+SELECT is(pg_temp.movement('w-unk'), 'none', 'withdraw from an unknown SKU: no ledger row');
+
+-- withdraw | none; fewer than qty units available | insufficient | f | none
+SELECT is(pg_temp.res(inventory.withdraw(pg_temp.n('W'), 5, pg_temp.n('w-ins'))),
+		  'ok=false status=insufficient sku=W qty=5 state=NULL available=4 version=2',
+		  'withdraw of more than is available: insufficient, not ok');
+SELECT is(pg_temp.counters('W'), 'on_hand=6 reserved=2 available=4 version=2 live=4',
+		  'withdraw refused: nothing changes');
+SELECT is(pg_temp.movement('w-ins'), 'none', 'withdraw refused: no ledger row');
+
+-- withdraw | none | ok | t | on_hand - qty (all that is available)
+SELECT is(pg_temp.res(inventory.withdraw(pg_temp.n('W'), 4, pg_temp.n('w1'))),
+		  'ok=true status=ok sku=W qty=4 state=NULL available=0 version=2',
+		  'withdraw of what is available: ok');
+SELECT is(pg_temp.counters('W'), 'on_hand=2 reserved=2 available=0 version=3 live=0',
+		  'withdraw ok: on_hand - qty, version + 1, the reservation untouched');
+SELECT is(pg_temp.movement('w1'), 'withdraw sku=W qty=4 counted=NULL state=NULL',
+		  'withdraw ok: its ledger row');
+
+-- withdraw | a withdrawal of the same SKU and qty | duplicate | t | none
+SELECT is(pg_temp.res(inventory.withdraw(pg_temp.n('W'), 4, pg_temp.n('w1'))),
+		  'ok=true status=duplicate sku=W qty=4 state=NULL available=0 version=3',
+		  'withdraw replayed: duplicate, ok');
+SELECT is(pg_temp.counters('W'), 'on_hand=2 reserved=2 available=0 version=3 live=0',
+		  'withdraw replayed: nothing changes');
+
+-- any | a movement of another kind, SKU or quantity | ERROR 23505
+SELECT throws_ok(format('SELECT inventory.withdraw(%L, 3, %L)', pg_temp.n('W'), pg_temp.n('w1')),
+				 '23505', NULL, 'withdraw with a reused key and another qty: 23505');
+SELECT throws_ok(format('SELECT inventory.withdraw(%L, 4, %L)', pg_temp.n('W'), pg_temp.n('rW')),
+				 '23505', NULL, 'withdraw with the key of a restock: 23505');
+SELECT throws_ok(format('SELECT inventory.restock(%L, 4, %L)', pg_temp.n('W'), pg_temp.n('w1')),
+				 '23505', NULL, 'restock with the key of a withdrawal: 23505');
+SELECT ok(pg_temp.error_detail(format('SELECT inventory.reserve(%L, 4, %L)', pg_temp.n('W'), pg_temp.n('w1')))
+		  LIKE '23505: The key belongs to a withdrawal of 4 units of sku "' || pg_temp.n('W') || '".',
+		  'the 23505 detail names the withdrawal');
+
+SELECT is(pg_temp.res(inventory.cancel(pg_temp.n('oW'))),
+		  'ok=true status=ok sku=W qty=2 state=CANCELLED available=0 version=3',
+		  'cancel oW: ok');
+SELECT is(pg_temp.counters('W'), 'on_hand=2 reserved=0 available=2 version=4 live=2',
+		  'final counters of W');
 
 ------------------------------------------------------------------------------
 -- settle what is left, and check the cache against the tables

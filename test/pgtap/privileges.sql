@@ -20,7 +20,7 @@ INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 VALUES (:'p' || 'late', 1, 'reserve', :'p' || 'E', 1, now() - interval '1 minute');
 
 BEGIN;
-SELECT plan(60);
+SELECT plan(62);
 
 CREATE ROLE inv_test_app IN ROLE inventory_app;
 CREATE ROLE inv_test_admin IN ROLE inventory_admin;
@@ -43,6 +43,7 @@ SELECT is('PENDING'::inventory.state < 'EXPIRED', true, 'app: uses the state typ
 
 SELECT throws_ok($$SELECT inventory.restock(pg_temp.n('A'), 5, pg_temp.n('r2'))$$, '42501', NULL, 'app: no restock');
 SELECT throws_ok($$SELECT inventory.adjust(pg_temp.n('A'), 50, pg_temp.n('c1'))$$, '42501', NULL, 'app: no adjust');
+SELECT throws_ok($$SELECT inventory.withdraw(pg_temp.n('A'), 1, pg_temp.n('w1'))$$, '42501', NULL, 'app: no withdraw');
 SELECT throws_ok($$SELECT inventory.expire()$$, '42501', NULL, 'app: no expire');
 SELECT throws_ok($$SELECT inventory.fold()$$, '42501', NULL, 'app: no fold');
 SELECT throws_ok($$SELECT * FROM inventory.verify()$$, '42501', NULL, 'app: no verify');
@@ -87,6 +88,7 @@ SET ROLE inv_test_admin;
 
 SELECT is((inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('a1'))).status, 'ok', 'admin: reserve (as an application)');
 SELECT is((inventory.restock(pg_temp.n('A'), 5, pg_temp.n('r3'))).status, 'ok', 'admin: restock');
+SELECT is((inventory.withdraw(pg_temp.n('A'), 1, pg_temp.n('w2'))).status, 'ok', 'admin: withdraw');
 SELECT is((inventory.adjust(pg_temp.n('A'), 20, pg_temp.n('c2'))).status, 'ok', 'admin: adjust');
 SELECT lives_ok($$SELECT inventory.expire()$$, 'admin: expire');
 SELECT lives_ok($$SELECT inventory.fold()$$, 'admin: fold');
