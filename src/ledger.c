@@ -182,28 +182,50 @@ KeyScanEnd(KeyScan *ks)
 	table_close(ks->heap, NoLock);
 }
 
+/* A NOT NULL text column of a deformed ledger row. */
+static text *
+NotNullText(const Datum *values, const bool *nulls, AttrNumber att,
+			const char *column)
+{
+	if (nulls[att - 1])
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("%s must not be null", column)));
+	return DatumGetTextPP(values[att - 1]);
+}
+
 /*
  * Decodes a ledger row.  The one place that knows the ledger's columns
- * besides the insert below and the catalog's column numbers.
+ * besides the insert below and the catalog's column numbers.  The row is
+ * deformed in one pass: its NULLs and text columns would make each column
+ * read on its own walk the row from its start.
  */
 void
 LedgerDecode(HeapTuple tup, TupleDesc desc, LedgerRow *row)
 {
 	const InvCatalog *cat = InvGetCatalog();
-	bool		isnull;
-	Datum		d;
+	Datum		values_buf[32];
+	bool		nulls_buf[32];
+	Datum	   *values = values_buf;
+	bool	   *nulls = nulls_buf;
 	text	   *kind;
 
-	row->order_id = CatalogNotNullText(tup, desc, cat->l_order_id, "order_id");
-	row->sku = CatalogNotNullText(tup, desc, cat->l_sku, "sku");
-	kind = CatalogNotNullText(tup, desc, cat->l_kind, "kind");
+	if (desc->natts > (int) lengthof(values_buf))
+	{
+		values = palloc(desc->natts * sizeof(Datum));
+		nulls = palloc(desc->natts * sizeof(bool));
+	}
+	heap_deform_tuple(tup, desc, values, nulls);
+
+	row->order_id = NotNullText(values, nulls, cat->l_order_id, "order_id");
+	row->sku = NotNullText(values, nulls, cat->l_sku, "sku");
+	kind = NotNullText(values, nulls, cat->l_kind, "kind");
 	row->kind = LedgerParseKind(VARDATA_ANY(kind), VARSIZE_ANY_EXHDR(kind));
 
 	/* a nullable column: has_<field> and <field>, dflt when NULL */
 #define COLUMN(field, att, conv, dflt) \
-	(d = heap_getattr(tup, (att), desc, &isnull), \
-	 row->has_##field = !isnull, \
-	 row->field = isnull ? (dflt) : conv(d))
+	(row->has_##field = !nulls[(att) - 1], \
+	 row->field = nulls[(att) - 1] ? (dflt) : conv(values[(att) - 1]))
 	COLUMN(batch_id, cat->l_batch_id, DatumGetInt32, 0);
 	COLUMN(qty, cat->l_qty, DatumGetInt64, 0);
 	COLUMN(counted, cat->l_counted, DatumGetInt64, 0);
@@ -212,14 +234,15 @@ LedgerDecode(HeapTuple tup, TupleDesc desc, LedgerRow *row)
 	COLUMN(expires_at, cat->l_expires_at, DatumGetTimestampTz, 0);
 	COLUMN(settled_at, cat->l_settled_at, DatumGetTimestampTz, 0);
 #undef COLUMN
-	d = heap_getattr(tup, cat->l_folded, desc, &isnull);
-	row->folded = !isnull && DatumGetBool(d);
+	row->folded = !nulls[cat->l_folded - 1] && DatumGetBool(values[cat->l_folded - 1]);
 	row->buyer_id = NULL;
-	if (cat->l_buyer_id != InvalidAttrNumber)
+	if (cat->l_buyer_id != InvalidAttrNumber && !nulls[cat->l_buyer_id - 1])
+		row->buyer_id = DatumGetTextPP(values[cat->l_buyer_id - 1]);
+
+	if (values != values_buf)
 	{
-		d = heap_getattr(tup, cat->l_buyer_id, desc, &isnull);
-		if (!isnull)
-			row->buyer_id = DatumGetTextPP(d);
+		pfree(values);
+		pfree(nulls);
 	}
 }
 
