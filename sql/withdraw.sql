@@ -1,5 +1,6 @@
 -- withdraw: available units taken out of on_hand for good, never reserved
 -- or held ones; idempotent by key like every movement
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
 
 SELECT ok, status, available FROM inventory.restock('WD-A', 10, 'wd-in-1');
