@@ -49,6 +49,7 @@ $src->safe_psql('shop', q{
 SELECT inventory.restock('LIM', 10, 'in-lim');
 SELECT inventory.set_rules('LIM', 2, now() - interval '1 day', now() + interval '1 day');
 SELECT * FROM inventory.reserve_cart('cart-1', '{LIM,LIM}', '{1,1}', '1 hour', 'ann');
+SELECT inventory.withdraw('LIM', 3, 'out-lim');
 });
 
 my %q = (
@@ -173,9 +174,10 @@ SELECT string_agg(s, ' ') FROM (VALUES
 	is($dst->safe_psql($db, q{
 SELECT (SELECT string_agg(status, ' ') FROM inventory.reserve_cart('cart-1', '{LIM,LIM}', '{1,1}', '1 hour', 'ann'))
     || ' ' || (inventory.reserve('LIM', 1, 'ann-more', buyer_id => 'ann')).status
-    || ' ' || (inventory.reserve('LIM', 1, 'no-buyer')).status}),
-		'duplicate duplicate limit_exceeded buyer_required',
-		"$how: the restored rules and buyers hold");
+    || ' ' || (inventory.reserve('LIM', 1, 'no-buyer')).status
+    || ' ' || (inventory.withdraw('LIM', 3, 'out-lim')).status}),
+		'duplicate duplicate limit_exceeded buyer_required duplicate',
+		"$how: the restored rules, buyers and withdrawals hold");
 	is($dst->safe_psql($db, $q{stock}), $want{stock}, "$how: and change nothing");
 }
 

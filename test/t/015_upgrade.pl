@@ -153,9 +153,10 @@ SELECT string_agg(s, ' ') FROM (VALUES
   ((inventory.reserve('TEE', 1, 'rule-3', buyer_id => 'ann')).status)) v(s);
 SELECT string_agg(status, ' ') FROM inventory.reserve_cart('cart-1', '{MUG,CAP}', '{1,1}');
 SELECT string_agg(status, ' ') FROM inventory.confirm_order('cart-1');
+SELECT (inventory.withdraw('MUG', 1, 'out-1')).status;
 SELECT count(*) FROM inventory.verify()}),
-		"\nbuyer_required ok limit_exceeded\nok ok\nok ok\n0",
-		"$from: per-buyer limits and carts work on the updated data");
+		"\nbuyer_required ok limit_exceeded\nok ok\nok ok\nok\n0",
+		"$from: per-buyer limits, carts and withdrawals work on the updated data");
 
 	# the same objects as a fresh install
 	$node->safe_psql('postgres', "CREATE DATABASE fresh_$db");
