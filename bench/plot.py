@@ -10,7 +10,7 @@ kept in bench/results/ can be drawn as well as bench/run.sh's latest one:
 
   - a throughput table: header "case | 1 client | 8 clients | ...";
   - a targets table: a "target" column, the value in "measured" (or
-    "this run"), the target either in that column ("≥ 10×") or in the
+    "this run", or "median" for the table of rounds), the target either in that column ("≥ 10×") or in the
     target's own words ("case 4 ≥ 10× case 2b"), and PASS/MISS in "result"
     where the report judged it.
 
@@ -112,9 +112,15 @@ def parse(path):
             at = AT_CLIENTS.search(heading + " " + header[0])
             run["at"] = int(at.group(1)) if at else max(run["clients"])
             t = low.index("target")
-            col = low.index("measured") if "measured" in low else low.index("this run")
+            # the value: "measured", "this run", or the median of rounds
+            names = [n for n in ("measured", "this run", "median") if n in low]
+            if not names:
+                continue
+            col = low.index(names[0])
             for row in rows:
                 label, measured = row[0], row[col]
+                if names[0] == "median":
+                    label += ", median of the rounds"
                 target = target_of(row[t])
                 if t != 0 and target:
                     judged = "" if COMPARE.search(row[t]) else f", judged ≤ {target[1]:g}"
