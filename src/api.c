@@ -143,8 +143,9 @@ NewMovement(LedgerNew *n, text *order_id, int32 batch_id, InvKind kind,
 }
 
 /*
- * The start of restock(), withdraw() and adjust(): lock the key, and if it is taken,
- * answer the replay (or raise the key's reuse).  Returns true when answered.
+ * The start of restock(), withdraw() and adjust(): lock the key, and if it
+ * is taken, answer the replay (or raise the key's reuse).  Returns true
+ * when answered.
  */
 static bool
 AnsweredReplay(text *order_id, int32 batch_id, InvKind kind, text *sku,
