@@ -1,6 +1,10 @@
 # inventory: stock reservations that never oversell (PGXS)
+#
+# Two extensions: inventory, in each database that holds stock (a node),
+# and inventory_router, SQL only, in a database that routes the same API to
+# the nodes over PL/Proxy (see the README, Scaling out).
 
-EXTENSION = inventory
+EXTENSION = inventory inventory_router
 
 MODULE_big = inventory
 OBJS = \
@@ -29,7 +33,8 @@ OBJS = \
 	src/utility.o \
 	src/worker.o
 
-DATA = $(wildcard inventory--*.sql)
+# inventory--*.sql does not match inventory_router--*.sql
+DATA = $(wildcard inventory--*.sql) $(wildcard inventory_router--*.sql)
 
 # Warnings are errors.  PostgreSQL's own headers and fmgr conventions trip
 # -Wunused-parameter and -Wmissing-field-initializers, so those stay off.
