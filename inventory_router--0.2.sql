@@ -407,7 +407,8 @@ CREATE FUNCTION inventory._order_rows(answers inventory.result[])
 	RETURNS SETOF inventory.result
 	LANGUAGE sql IMMUTABLE
 	AS $$
-	SELECT r.* FROM pg_catalog.unnest(answers) WITH ORDINALITY r
+	SELECT r.ok, r.status, r.sku, r.qty, r.state, r.available, r.version, r.expires_at
+	  FROM pg_catalog.unnest(answers) WITH ORDINALITY r
 	 WHERE r.status OPERATOR(pg_catalog.<>) 'not_found'
 	 ORDER BY r.ordinality
 $$;
@@ -499,6 +500,61 @@ $$;
 COMMENT ON FUNCTION inventory._check_arrays(text, integer[], integer[]) IS
 	'ERROR 2202E unless the arrays are one-dimensional and of one length; returns it';
 
+-- What each element must be, checked before anything is sent: a part that
+-- one node refuses with an error could otherwise be reserved on the others
+-- (each node's part is its own transaction).  The node checks the same.
+CREATE FUNCTION inventory._check_elements(skus text[], qtys bigint[], order_ids text[],
+										  buyer_ids text[])
+	RETURNS void
+	LANGUAGE plpgsql IMMUTABLE
+	AS $$
+DECLARE
+	k integer;
+	q bigint;
+	a record;
+BEGIN
+	k := pg_catalog.array_position(skus, NULL);
+	IF k IS NOT NULL THEN
+		RAISE EXCEPTION 'skus must not contain nulls' USING ERRCODE = 'null_value_not_allowed',
+			DETAIL = pg_catalog.format('Element %s is null.', k);
+	END IF;
+	k := pg_catalog.array_position(qtys, NULL);
+	IF k IS NOT NULL THEN
+		RAISE EXCEPTION 'qtys must not contain nulls' USING ERRCODE = 'null_value_not_allowed',
+			DETAIL = pg_catalog.format('Element %s is null.', k);
+	END IF;
+	k := pg_catalog.array_position(order_ids, NULL);
+	IF k IS NOT NULL THEN
+		RAISE EXCEPTION 'order_ids must not contain nulls' USING ERRCODE = 'null_value_not_allowed',
+			DETAIL = pg_catalog.format('Element %s is null.', k);
+	END IF;
+	SELECT i, x INTO k, q FROM pg_catalog.unnest(qtys) WITH ORDINALITY AS u(x, i)
+	 WHERE x OPERATOR(pg_catalog.<=) 0 ORDER BY i LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'every element of qtys must be positive' USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = pg_catalog.format('Element %s is %s.', k, q);
+	END IF;
+	FOR a IN SELECT * FROM (VALUES ('skus', skus, 63), ('order_ids', order_ids, 255),
+								   ('buyer_ids', buyer_ids, 255)) v(name, elems, max_bytes) LOOP
+		SELECT i, pg_catalog.octet_length(x) INTO k, q
+		  FROM pg_catalog.unnest(a.elems) WITH ORDINALITY AS u(x, i)
+		 WHERE x OPERATOR(pg_catalog.=) '' OR pg_catalog.octet_length(x) OPERATOR(pg_catalog.>) a.max_bytes
+		 ORDER BY i LIMIT 1;
+		IF FOUND AND q = 0 THEN
+			RAISE EXCEPTION 'the elements of % must not be empty', a.name
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = pg_catalog.format('Element %s is empty.', k);
+		ELSIF FOUND THEN
+			RAISE EXCEPTION 'an element of % is too long', a.name
+				USING ERRCODE = 'string_data_right_truncation',
+					  DETAIL = pg_catalog.format('Element %s has %s bytes; at most %s are allowed.', k, q, a.max_bytes);
+		END IF;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION inventory._check_elements(text[], bigint[], text[], text[]) IS
+	'the node''s checks of the elements of a batch or a cart, made before any node is asked';
+
 CREATE FUNCTION inventory.reserve_many(skus text[], qtys bigint[], order_ids text[],
 									   ttl interval DEFAULT NULL,
 									   buyer_ids text[] DEFAULT NULL)
@@ -507,7 +563,6 @@ CREATE FUNCTION inventory.reserve_many(skus text[], qtys bigint[], order_ids tex
 	AS $$
 DECLARE
 	n integer;
-	k integer;
 BEGIN
 	IF skus IS NULL OR qtys IS NULL OR order_ids IS NULL THEN
 		RAISE EXCEPTION '% must not be null',
@@ -526,11 +581,7 @@ BEGIN
 	IF n = 0 THEN
 		RETURN;
 	END IF;
-	k := pg_catalog.array_position(skus, NULL);
-	IF k IS NOT NULL THEN
-		RAISE EXCEPTION 'skus must not contain nulls' USING ERRCODE = 'null_value_not_allowed',
-			DETAIL = pg_catalog.format('Element %s is null.', k);
-	END IF;
+	PERFORM inventory._check_elements(skus, qtys, order_ids, buyer_ids);
 	RETURN QUERY
 		SELECT m.ok, m.status, m.sku, m.qty, m.state, m.available, m.version, m.expires_at
 		  FROM inventory._reserve_many(
@@ -645,11 +696,11 @@ BEGIN
 	IF n = 0 THEN
 		RAISE EXCEPTION 'a cart must have at least one line' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	k := pg_catalog.array_position(skus, NULL);
-	IF k IS NOT NULL THEN
-		RAISE EXCEPTION 'skus must not contain nulls' USING ERRCODE = 'null_value_not_allowed',
-			DETAIL = pg_catalog.format('Element %s is null.', k);
+	IF order_id IS NULL THEN
+		RAISE EXCEPTION 'order_id must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
+	PERFORM inventory._check_elements(skus, qtys, ARRAY[order_id],
+									  CASE WHEN buyer_id IS NULL THEN '{}'::text[] ELSE ARRAY[buyer_id] END);
 	parts := ARRAY(SELECT inventory.partition_of(s) FROM pg_catalog.unnest(skus) s);
 
 	-- one node: its own cart, atomic, in one call
@@ -1000,6 +1051,7 @@ GRANT EXECUTE ON FUNCTION
 	inventory._cancel_order_all(text),
 	inventory._order_rows(inventory.result[]),
 	inventory._check_arrays(text, integer[], integer[]),
+	inventory._check_elements(text[], bigint[], text[], text[]),
 	inventory._reserve_many(integer[], text[], bigint[], text[], interval, text[]),
 	inventory._reserve_cart_on(integer, text, text[], bigint[], interval, text, integer[]),
 	inventory._reserve_cart_one(text, text, text[], bigint[], interval, text, integer[]),
