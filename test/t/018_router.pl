@@ -1,0 +1,826 @@
+# Scale-out: four nodes and a router on one machine.  The router database
+# has inventory_router over PL/Proxy; each node holds one partition
+# database inv_pN with the extension inventory.
+#
+#   * the router's API is the node's: the same names, signatures, types,
+#     comments and roles; every routed call answers exactly what one node
+#     holding the same SKUs answers (a reference database), errors with
+#     their SQLSTATE;
+#   * confirm, cancel and extend with and without the SKU; orders; carts on
+#     one node (atomic) and across nodes (a refused line leaves no hold
+#     anywhere, the lines made are cancelled by key); batches across nodes;
+#     the views and verify() gathered from every node;
+#   * 64 pgbench clients through the router over many SKUs sell exactly
+#     what was stocked, on every node and in total;
+#   * a node down fails only its own SKUs, with an error naming its
+#     database, and inventory.nodes shows it; statement_timeout bounds a
+#     node that hangs (SIGSTOP);
+#   * kill -9 of one node's postmaster under load through the router: the
+#     other nodes sell on, and after the restart every acknowledged call is
+#     there and verify() is empty on every node;
+#   * resharding: a partition database moved to another server with
+#     pg_dump / pg_restore and ALTER SERVER keeps its ledger, its keys and
+#     its holds, which expire at their time on the new server.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(time);
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(wait_until);
+
+my $NPARTS   = 4;
+my $DEADLINE = 60;    # seconds, for every wait of this test
+
+# The test command installs postgresql-15-plproxy: its absence is a failure.
+my $sharedir = `pg_config --sharedir`;
+chomp $sharedir;
+ok(-e "$sharedir/extension/plproxy.control", 'PL/Proxy is installed')
+  or BAIL_OUT('PL/Proxy is not installed (Debian: postgresql-15-plproxy)');
+
+# --- the cluster ------------------------------------------------------------
+
+# the nodes: one server each, the partition database named after its
+# partition (the name PL/Proxy puts in its errors)
+my @nodes;
+for my $i (0 .. $NPARTS - 1)
+{
+	my $node = PostgreSQL::Test::Cluster->new("node$i");
+	$node->init;
+	$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'inventory'
+max_connections = 120
+restart_after_crash = on
+inventory.expire_interval = '100ms'
+log_statement = none
+});
+	$node->start;
+	$node->safe_psql('postgres', "CREATE DATABASE inv_p$i");
+	$node->safe_psql("inv_p$i", 'CREATE EXTENSION inventory');
+	push @nodes, $node;
+}
+my $superuser = $nodes[0]->safe_psql('postgres', 'SELECT current_user');
+
+# a node's connection string, as an option of the server (no quotes inside)
+sub partition_connstr
+{
+	my ($node, $db) = @_;
+	my $c = $node->connstr($db);
+	$c =~ s/dbname='(\w+)'/dbname=$1/;
+	return "$c application_name=inventory_router";
+}
+
+# the router refuses a database of a node
+my ($ret, $stdout, $stderr) = $nodes[0]->psql('inv_p0',
+	"\\set VERBOSITY verbose\nCREATE EXTENSION inventory_router CASCADE");
+like($stderr, qr/ERROR:  55000: inventory_router cannot be installed in a database that has the extension inventory.*HINT:  The router and the nodes are different databases/s,
+	'the router refuses a database that has inventory (55000, with a hint)');
+is($nodes[0]->safe_psql('inv_p0',
+	"SELECT count(*) FROM pg_extension WHERE extname IN ('plproxy', 'inventory_router')"),
+	'0', 'and leaves nothing behind');
+
+my $router = PostgreSQL::Test::Cluster->new('router');
+$router->init;
+$router->append_conf('postgresql.conf', qq{
+max_connections = 120
+log_statement = none
+});
+$router->start;
+$router->safe_psql('postgres', 'CREATE DATABASE shop');
+$router->safe_psql('shop', 'CREATE EXTENSION inventory_router CASCADE');
+my $parts = join(",\n",
+	map { "\tp$_ '" . partition_connstr($nodes[$_], "inv_p$_") . "'" } 0 .. $NPARTS - 1);
+$router->safe_psql('shop', qq{
+CREATE SERVER inventory_cluster FOREIGN DATA WRAPPER plproxy OPTIONS (
+$parts);
+CREATE USER MAPPING FOR PUBLIC SERVER inventory_cluster OPTIONS (user '$superuser');
+GRANT USAGE ON FOREIGN SERVER inventory_cluster TO inventory_app, inventory_admin;
+});
+is($router->safe_psql('shop', 'SELECT inventory.partitions()'), $NPARTS, "the cluster has $NPARTS partitions");
+
+# SKUs by partition: $on[p] lists SKU names that live on partition p
+my %part_of;
+for (split /\n/, $router->safe_psql('shop',
+	"SELECT s, inventory.partition_of(s) FROM (SELECT 'S-' || g AS s FROM generate_series(1, 400) g) x"))
+{
+	my ($s, $p) = split /\|/;
+	$part_of{$s} = $p;
+}
+my @on;
+push @{ $on[ $part_of{$_} ] }, $_ for sort { (split /-/, $a)[1] <=> (split /-/, $b)[1] } keys %part_of;
+sub part_of
+{
+	my ($sku) = @_;
+	return $part_of{$sku} // $router->safe_psql('shop', "SELECT inventory.partition_of('$sku')");
+}
+sub node_sql
+{
+	my ($p, $sql) = @_;
+	return $nodes[$p]->safe_psql("inv_p$p", $sql);
+}
+
+# --- the same API ---------------------------------------------------------
+
+# what an application calls: the node's functions, by name and arguments;
+# confirm, cancel and extend take a last sku
+my $api = q{
+SELECT p.proname || '(' || pg_get_function_arguments(p.oid) || ') ' || pg_get_function_result(p.oid)
+  FROM pg_proc p
+ WHERE p.pronamespace = 'inventory'::regnamespace
+   AND p.proname IN ('reserve', 'confirm', 'cancel', 'extend', 'restock', 'adjust', 'available',
+					 'set_rules', 'reserve_cart', 'reserve_many', 'confirm_order', 'cancel_order',
+					 'verify', 'sku_stats', 'expire', 'fold', 'stats_reset', 'can_transition', 'is_final')
+ ORDER BY 1};
+my $node_api = node_sql(0, $api);
+$node_api =~ s/^((?:confirm|cancel)\(order_id text, batch_id integer DEFAULT 1)\)/$1, sku text DEFAULT NULL::text)/mg;
+$node_api =~ s/^(extend\(order_id text, batch_id integer, ttl interval)\)/$1, sku text DEFAULT NULL::text)/m;
+is($router->safe_psql('shop', $api), $node_api,
+	'the router has the node\'s functions, arguments and results (and a last sku for confirm, cancel, extend)');
+
+my $result_type = q{
+SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
+  FROM pg_attribute WHERE attrelid = 'inventory.result'::regclass AND attnum > 0};
+is($router->safe_psql('shop', $result_type), node_sql(0, $result_type),
+	'inventory.result has the node\'s columns and types');
+is($router->safe_psql('shop',
+	q{SELECT string_agg(s::text, ' ' ORDER BY s) FROM unnest(enum_range(NULL::inventory.state)) s}),
+	'PENDING CONFIRMED CANCELLED EXPIRED', 'inventory.state sorts in lifecycle order');
+my $views = q{
+SELECT c.relname || ': ' || string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
+ WHERE c.oid IN ('inventory.stock'::regclass, 'inventory.sku_stats'::regclass)
+ GROUP BY c.relname ORDER BY 1};
+is($router->safe_psql('shop', $views), node_sql(0, $views),
+	'inventory.stock and inventory.sku_stats have the node\'s columns');
+
+is($router->safe_psql('shop', q{
+SELECT p.oid::regprocedure FROM pg_proc p
+ WHERE p.pronamespace = 'inventory'::regnamespace AND obj_description(p.oid, 'pg_proc') IS NULL
+UNION ALL
+SELECT c.oid::regclass::text FROM pg_class c
+ WHERE c.relnamespace = 'inventory'::regnamespace AND c.relkind = 'v'
+   AND obj_description(c.oid, 'pg_class') IS NULL
+UNION ALL
+SELECT c.oid::regclass || '.' || a.attname FROM pg_class c
+  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
+ WHERE c.relnamespace = 'inventory'::regnamespace AND c.relkind IN ('v', 'c')
+   AND col_description(c.oid, a.attnum) IS NULL
+UNION ALL
+SELECT t.oid::regtype::text FROM pg_type t
+ WHERE t.typnamespace = 'inventory'::regnamespace AND t.typtype IN ('e', 'c')
+   AND (t.typrelid = 0 OR (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c')
+   AND obj_description(t.oid, 'pg_type') IS NULL}),
+	'', 'every function, view, type and column of the router has a comment');
+
+# the same roles, with the same rights
+$router->safe_psql('shop', q{
+CREATE ROLE shop_api LOGIN IN ROLE inventory_app;
+CREATE ROLE warehouse LOGIN IN ROLE inventory_admin;
+CREATE ROLE stranger LOGIN;
+});
+sub as_role
+{
+	my ($role, $sql) = @_;
+	my ($r, $out, $err) = $router->psql('shop', "SET ROLE $role;\n\\set VERBOSITY sqlstate\n$sql");
+	return $r == 0 ? $out : ($err =~ /ERROR:  (\w{5})/ ? $1 : $err);
+}
+$router->safe_psql('shop', "SELECT inventory.restock('$on[0][0]', 100, 'in-priv')");
+is(join(' ', map { as_role('shop_api', $_) }
+	"SELECT status FROM inventory.reserve('$on[0][0]', 1, 'priv-1')",
+	"SELECT status FROM inventory.confirm('priv-1', 1, '$on[0][0]')",
+	"SELECT count(*) FROM inventory.stock WHERE sku = '$on[0][0]'",
+	"SELECT inventory.available('$on[0][0]')",
+	"SELECT status FROM inventory.restock('$on[0][0]', 1, 'priv-2')",
+	'SELECT count(*) FROM inventory.sku_stats',
+	'SELECT count(*) FROM inventory.verify()',
+	'SELECT count(*) FROM inventory.nodes'),
+	'ok ok 1 99 42501 42501 42501 42501',
+	'inventory_app: reserve, confirm, stock, available; no restock, statistics, verify or nodes');
+is(join(' ', map { as_role('warehouse', $_) }
+	"SELECT status FROM inventory.restock('$on[0][0]', 1, 'priv-2')",
+	'SELECT count(*) FROM inventory.verify()',
+	'SELECT count(*) FROM inventory.nodes WHERE reachable'),
+	"ok 0 $NPARTS", 'inventory_admin: restock, verify, nodes');
+is(join(' ', map { as_role('stranger', $_) }
+	"SELECT status FROM inventory.reserve('$on[0][0]', 1, 'priv-3')",
+	"SELECT 'PENDING'::inventory.state < 'EXPIRED'"),
+	'42501 t', 'PUBLIC: the state type, and no call');
+
+# --- every routed call answers what one node answers ---------------------
+
+# A reference database on one server holds all the SKUs that the router
+# spreads over four nodes; the same calls must give the same rows (the
+# expiry only compared as present or not), and the same SQLSTATE.
+$nodes[0]->safe_psql('postgres', 'CREATE DATABASE ref');
+$nodes[0]->safe_psql('ref', 'CREATE EXTENSION inventory');
+my ($A, $B, $C) = ($on[1][0], $on[2][0], $on[3][0]);    # three nodes
+my ($A2) = $on[1][1];                                   # A's node again
+my $cols = 'ok, status, sku, qty, state, available, version, expires_at IS NOT NULL AS expires';
+my @calls = (
+	"SELECT $cols FROM inventory.restock('$A', 10, 'in-a')",
+	"SELECT $cols FROM inventory.restock('$B', 5, 'in-b')",
+	"SELECT $cols FROM inventory.restock('$C', 3, 'in-c')",
+	"SELECT $cols FROM inventory.restock('$A2', 4, 'in-a2')",
+	"SELECT $cols FROM inventory.restock('$A', 10, 'in-a')",
+	"SELECT $cols FROM inventory.reserve('$A', 2, 'o1')",
+	"SELECT $cols FROM inventory.reserve('$A', 2, 'o1')",
+	"SELECT $cols FROM inventory.reserve('$A', 100, 'o2')",
+	"SELECT $cols FROM inventory.reserve('nowhere', 1, 'o3')",
+	"SELECT $cols FROM inventory.reserve('$A', 1, 'o3', expected_version => 0)",
+	"SELECT $cols FROM inventory.reserve('$B', 1, 'o4', 1, '1 hour')",
+	"SELECT $cols FROM inventory.reserve('$B', 1, 'o4', 2, ttl => '2 hours')",
+	"SELECT inventory.available('$A'), inventory.available('$B'), inventory.available('nowhere')",
+	"SELECT $cols FROM inventory.confirm('o1', 1, '$A')",
+	"SELECT $cols FROM inventory.confirm('o1')",
+	"SELECT $cols FROM inventory.cancel('o1')",
+	"SELECT $cols FROM inventory.extend('o4', 1, '3 hours', '$B')",
+	"SELECT $cols FROM inventory.extend('o4', 2, '3 hours')",
+	"SELECT $cols FROM inventory.cancel('o4', 1, '$B')",
+	"SELECT $cols FROM inventory.cancel('o4')",
+	"SELECT $cols FROM inventory.cancel('o4', 1)",
+	"SELECT $cols FROM inventory.confirm('o4', 1, '$B')",
+	"SELECT $cols FROM inventory.extend('o4', 1, '1 hour')",
+	"SELECT $cols FROM inventory.confirm('nobody')",
+	"SELECT $cols FROM inventory.cancel('nobody', 1, '$A')",
+	"SELECT $cols FROM inventory.extend('nobody', 1, '1 hour')",
+	"SELECT $cols FROM inventory.adjust('$A', 20, 'count-1')",
+	"SELECT $cols FROM inventory.adjust('$A', 20, 'count-1')",
+	"SELECT $cols FROM inventory.reserve('$C', 3, 'o5')",
+	"SELECT $cols FROM inventory.adjust('$C', 1, 'count-2')",
+	"SELECT $cols FROM inventory.adjust('nowhere', 1, 'count-3')",
+	"SELECT inventory.set_rules('$A', 2)",
+	"SELECT $cols FROM inventory.reserve('$A', 1, 'o6', buyer_id => 'ann')",
+	"SELECT $cols FROM inventory.reserve('$A', 2, 'o7', buyer_id => 'ann')",
+	"SELECT $cols FROM inventory.reserve('$A', 1, 'o8')",
+	"SELECT inventory.set_rules('$A', sale_starts => '2100-01-01 00:00+00')",
+	"SELECT $cols FROM inventory.reserve('$A', 1, 'o9', buyer_id => 'bob')",
+	"SELECT inventory.set_rules('$A')",
+	# a cart on one node: taken whole, replayed, refused whole
+	"SELECT $cols FROM inventory.reserve_cart('cart-1', ARRAY['$A', '$A2', '$A'], '{1,2,1}', '1 hour', 'cyd')",
+	"SELECT $cols FROM inventory.reserve_cart('cart-1', ARRAY['$A', '$A2', '$A'], '{1,2,1}', '1 hour', 'cyd')",
+	"SELECT $cols FROM inventory.reserve_cart('cart-2', ARRAY['$A2', '$A'], '{1,100}')",
+	"SELECT $cols FROM inventory.reserve_cart('cart-3', ARRAY['$A2', '$A'], '{1,1}', batch_ids => '{5,3}')",
+	"SELECT $cols FROM inventory.confirm_order('cart-1')",
+	"SELECT $cols FROM inventory.cancel_order('cart-3')",
+	"SELECT $cols FROM inventory.confirm_order('cart-none')",
+	# a batch across three nodes, in the order of the arrays, an element
+	# seeing the ones before it
+	"SELECT $cols FROM inventory.reserve_many(ARRAY['$C', '$A', '$B', '$A', '$C', 'nowhere'], '{1,1,1,1,1,1}', '{m1,m2,m3,m4,m5,m6}', '1 hour', '{x,NULL,y,NULL,NULL,NULL}')",
+	"SELECT $cols FROM inventory.reserve_many(ARRAY['$B', '$A'], '{1,1}', '{m3,m7}')",
+	"SELECT $cols FROM inventory.reserve_many('{}', '{}', '{}')",
+	# misuse: the node's SQLSTATE
+	"SELECT $cols FROM inventory.reserve('$A', 0, 'bad')",
+	"SELECT $cols FROM inventory.reserve(NULL, 1, 'bad')",
+	"SELECT $cols FROM inventory.reserve('$A', 1, NULL)",
+	"SELECT $cols FROM inventory.reserve('', 1, 'bad')",
+	"SELECT $cols FROM inventory.reserve('$A', 1, 'bad', ttl => '-1 hour')",
+	"SELECT $cols FROM inventory.restock('$A', 2, 'o6')",
+	"SELECT $cols FROM inventory.restock('$A', NULL, 'bad')",
+	"SELECT inventory.set_rules('nowhere', 1)",
+	"SELECT inventory.set_rules('$A', 0)",
+	"SELECT $cols FROM inventory.confirm(NULL)",
+	"SELECT $cols FROM inventory.extend('o6', 1, '-1 hour', '$A')",
+	"SELECT $cols FROM inventory.reserve_cart('bad', ARRAY['$A', '$B'], '{1}')",
+	"SELECT $cols FROM inventory.reserve_cart('bad', '{}', '{}')",
+	"SELECT $cols FROM inventory.reserve_cart('bad', ARRAY['$A', NULL], '{1,1}')",
+	"SELECT $cols FROM inventory.reserve_cart('bad', ARRAY['$A', '$A2'], '{1,0}')",
+	"SELECT $cols FROM inventory.reserve_cart('bad', ARRAY['$A', '$B'], '{1,1}', batch_ids => '{2,2}')",
+	"SELECT $cols FROM inventory.reserve_cart('bad', ARRAY['$A', '$B'], '{1,1}', batch_ids => '{2}')",
+	"SELECT $cols FROM inventory.reserve_many(ARRAY['$A', '$B'], '{1}', '{b1,b2}')",
+	"SELECT $cols FROM inventory.reserve_many(ARRAY['$A', NULL], '{1,1}', '{b1,b2}')",
+	"SELECT $cols FROM inventory.reserve_many(NULL, '{1}', '{b1}')",
+	"SELECT $cols FROM inventory.reserve_many(ARRAY['$A', '$B'], '{1,1}', '{b1,b2}', buyer_ids => '{x}')",
+	"SELECT $cols FROM inventory.reserve_many(ARRAY['$A', '$B'], '{1,-1}', '{b1,b2}')",
+	"SELECT $cols FROM inventory.reserve_many(ARRAY['$A', '$B'], '{1,1}', '{b1,NULL}')",
+	"SELECT $cols FROM inventory.reserve_many(ARRAY['$A', '$B'], '{1,1}', '{b1,\"\"}')",
+	"SELECT $cols FROM inventory.reserve_many(ARRAY['$A', repeat('x', 64)], '{1,1}', '{b1,b2}')",
+	"SELECT 'PENDING'::inventory.state, 'EXPIRED'::inventory.state > 'CANCELLED'",
+	"SELECT inventory.is_final('PENDING'), inventory.can_transition('PENDING', 'EXPIRED'), inventory.can_transition('EXPIRED', 'PENDING')",
+	# the tables of the SKUs, gathered
+	"SELECT sku, on_hand, reserved, available, version, max_per_buyer, sale_starts, sale_ends FROM inventory.stock WHERE sku IN ('$A', '$A2', '$B', '$C') ORDER BY sku",
+	"SELECT sku, on_hand, reserved, holds, available, version, in_flight, reserves, rejects, conflicts, confirms, cancels, restocks, adjusts FROM inventory.sku_stats WHERE sku IN ('$A', '$A2', '$B', '$C') ORDER BY sku",
+	'SELECT count(*) FROM inventory.verify()',
+);
+# one statement on one database: its rows, or its SQLSTATE
+sub answer
+{
+	my ($node, $db, $sql) = @_;
+	my ($r, $out, $err) = $node->psql($db, "\\set VERBOSITY sqlstate\n$sql");
+	return $r == 0 ? $out : ($err =~ /ERROR:  (\w{5})/ ? "ERROR $1" : "FAILED: $err");
+}
+my @differ;
+my %errors;
+for my $sql (@calls)
+{
+	my $want = answer($nodes[0], 'ref', $sql);
+	my $got  = answer($router, 'shop', $sql);
+	$errors{$1}++ if $want =~ /^ERROR (\w+)/;
+	push @differ, "$sql\n  node:   $want\n  router: $got" if $got ne $want;
+}
+is(scalar @differ, 0, 'every call through the router answers what one node answers (' . scalar(@calls) . ' calls)')
+  or diag(join "\n", @differ);
+is(join(' ', sort keys %errors), '22001 2202E 22004 22023 23505 42704',
+	'among them errors of every kind the node raises, each with its SQLSTATE');
+
+# each SKU lives on its partition only; the rows went where the router said
+is(join(' ', map {
+	my $sku = $_;
+	join('', map { node_sql($_, "SELECT count(*) FROM inventory.sku WHERE sku = '$sku'") } 0 .. $NPARTS - 1)
+} $A, $B, $C), '0100 0010 0001', 'each SKU exists on its own partition only');
+is(node_sql(part_of($C), "SELECT string_agg(order_id, ' ' ORDER BY order_id) FROM inventory.ledger WHERE order_id LIKE 'm_'"),
+	'm1 m5', "the batch's elements of $C went to its node");
+
+# a remote error names the partition's database
+($ret, $stdout, $stderr) = $router->psql('shop',
+	"\\set VERBOSITY verbose\nSELECT inventory.reserve('$B', 0, 'bad')");
+my $pb = part_of($B);
+like($stderr, qr/ERROR:  22023: .*\[inv_p$pb\] REMOTE ERROR: qty must be positive/,
+	'a remote error keeps its SQLSTATE and names the partition database');
+
+# dates and intervals arrive as meant, whatever the caller's formats
+$router->safe_psql('shop', qq{
+SET DateStyle = 'SQL, DMY';
+SET IntervalStyle = 'sql_standard';
+SELECT inventory.set_rules('$B', NULL, '2026-03-04 12:00+00', '2026-03-05 12:00+00');
+SELECT inventory.reserve('$C', 1, 'styled', 1, '1 day 2 hours');
+SELECT inventory.reserve('$C', 1, 'styled', 2);
+SELECT inventory.extend('styled', 2, '3 hours', '$C');
+});
+is(node_sql($pb, "SELECT sale_starts = '2026-03-04 12:00+00' AND sale_ends = '2026-03-05 12:00+00' FROM inventory.sku WHERE sku = '$B'"),
+	't', 'set_rules: the window arrives as meant under DateStyle SQL, DMY');
+is(node_sql(part_of($C), "SELECT string_agg((expires_at - created_at BETWEEN ttl - interval '1 minute' AND ttl + interval '1 minute')::text, ' ' ORDER BY batch_id) FROM inventory.ledger, (VALUES (1, interval '26 hours'), (2, interval '3 hours')) v(b, ttl) WHERE order_id = 'styled' AND batch_id = b"),
+	't t', 'reserve, extend: the ttl arrives as meant under IntervalStyle sql_standard');
+($ret, $stdout, $stderr) = $router->psql('shop', "\\set VERBOSITY sqlstate\nSELECT 'pending'::inventory.state");
+like($stderr, qr/ERROR:  22P02/, 'on the router, a state name is upper case (an enum): 22P02 otherwise');
+$router->safe_psql('shop', "SELECT inventory.set_rules('$B')");
+
+# --- keys without the SKU ---------------------------------------------------
+
+# the same key on two nodes: without the SKU the router cannot say whose it
+# is, and by the time it knows, each node has done the call
+$router->safe_psql('shop', qq{
+SELECT inventory.reserve('$A', 1, 'twice'), inventory.reserve('$B', 1, 'twice')});
+($ret, $stdout, $stderr) = $router->psql('shop', "\\set VERBOSITY verbose\nSELECT inventory.confirm('twice')");
+like($stderr, qr/ERROR:  21000: key \(twice, 1\) is known on 2 partitions.*HINT:  Keys must be unique across the cluster; pass the sku/s,
+	'confirm without a SKU of a key on two nodes: 21000, with a hint');
+is(node_sql(part_of($A), "SELECT state FROM inventory.ledger WHERE order_id = 'twice'")
+	. ' ' . node_sql($pb, "SELECT state FROM inventory.ledger WHERE order_id = 'twice'"),
+	'CONFIRMED CONFIRMED', 'both nodes confirmed it, as the README says');
+
+# a router transaction is not a node transaction
+$router->safe_psql('shop', "BEGIN; SELECT inventory.reserve('$A', 1, 'rolled-back'); ROLLBACK;");
+is($router->safe_psql('shop', "SELECT status || ' ' || state FROM inventory.cancel('rolled-back', 1, '$A')"),
+	'ok CANCELLED', 'a call commits on its node even when the router transaction rolls back');
+
+# --- carts across nodes -------------------------------------------------------
+
+my @X = ($on[0][2], $on[1][2], $on[2][2], $on[3][2]);    # one SKU per partition
+$router->safe_psql('shop', join ";\n", map { "SELECT inventory.restock('$X[$_]', 10, 'in-x$_')" } 0 .. 3);
+sub avail_x { join ' ', map { $router->safe_psql('shop', "SELECT inventory.available('$_')") } @X }
+# the ledger rows of an order on every node: "partition:batch:sku:state"
+sub order_rows
+{
+	my ($order) = @_;
+	return join ' ', map {
+		my $p = $_;
+		map { "$p:$_" } split /\n/, node_sql($p,
+			"SELECT batch_id || ':' || sku || ':' || state FROM inventory.ledger WHERE order_id = '$order' ORDER BY batch_id")
+	} 0 .. $NPARTS - 1;
+}
+
+is($router->safe_psql('shop',
+	"SELECT string_agg(sku || ':' || status || ':' || state, ' ' ORDER BY i) FROM inventory.reserve_cart("
+	  . "'xc-1', ARRAY['$X[2]', '$X[0]', '$X[3]'], '{1,2,3}', '1 hour') WITH ORDINALITY AS r(ok, status, sku, qty, state, available, version, expires_at, i)"),
+	"$X[2]:ok:PENDING $X[0]:ok:PENDING $X[3]:ok:PENDING",
+	'a cart across three nodes: every line reserved, rows in the order of the arrays');
+is(order_rows('xc-1'), "0:2:$X[0]:PENDING 2:1:$X[2]:PENDING 3:3:$X[3]:PENDING",
+	'line i is (order_id, i) on the node of its SKU');
+is($router->safe_psql('shop',
+	"SELECT string_agg(status, ' ') FROM inventory.reserve_cart('xc-1', ARRAY['$X[2]', '$X[0]', '$X[3]'], '{1,2,3}', '1 hour')"),
+	'duplicate duplicate duplicate', 'the cart replayed: every line a duplicate');
+is($router->safe_psql('shop',
+	"SELECT string_agg(sku || ':' || status || ':' || state, ' ' ORDER BY sku) FROM inventory.confirm_order('xc-1')"),
+	join(' ', map { "$_:ok:CONFIRMED" } sort @X[0, 2, 3]), 'confirm_order settles the lines on every node');
+
+# a refused line on the last node: the lines made on the others are
+# cancelled by key, nothing is held anywhere; another reservation of the
+# same order on a node is not touched
+$router->safe_psql('shop', "SELECT inventory.reserve('$X[0]', 1, 'xc-2', 42, '1 hour')");
+my $before = avail_x();
+is($router->safe_psql('shop',
+	"SELECT string_agg(sku || ':' || status || ':' || ok, ' ' ORDER BY i) FROM inventory.reserve_cart("
+	  . "'xc-2', ARRAY['$X[1]', '$X[3]', '$X[0]'], '{1,1000,2}', '1 hour', NULL, '{7,8,9}') WITH ORDINALITY AS r(ok, status, sku, qty, state, available, version, expires_at, i)"),
+	"$X[1]:cart_refused:f $X[3]:insufficient:f $X[0]:cart_refused:f",
+	'a cart refused on one node: the refused line says why, the others cart_refused, in the order of the arrays');
+is(order_rows('xc-2'), "0:9:$X[0]:CANCELLED 0:42:$X[0]:PENDING 1:7:$X[1]:CANCELLED",
+	'the lines made were cancelled by their keys, the order\'s other reservation kept');
+is(avail_x(), $before, 'no hold anywhere: every SKU has its units');
+# replayed: the lines cancelled before refuse the cart again, and it takes nothing
+$router->safe_psql('shop', "SELECT inventory.restock('$X[3]', 1000, 'in-x3-more')");
+is($router->safe_psql('shop',
+	"SELECT string_agg(sku || ':' || status, ' ') FROM inventory.reserve_cart('xc-2', ARRAY['$X[1]', '$X[3]', '$X[0]'], '{1,1000,2}', '1 hour', NULL, '{7,8,9}')"),
+	"$X[1]:cart_refused $X[3]:cart_refused $X[0]:cancelled",
+	'the refused cart replayed is refused again: its cancelled line says so');
+is(order_rows('xc-2'), "0:9:$X[0]:CANCELLED 0:42:$X[0]:PENDING 1:7:$X[1]:CANCELLED",
+	'and leaves nothing held');
+$router->safe_psql('shop', "SELECT inventory.cancel('xc-2', 42, '$X[0]')");
+
+# the router dies after one part: that part is a PENDING hold that its
+# node expires by its ttl (the part reserved as the router would have)
+$before = avail_x();
+$router->safe_psql('shop',
+	"SELECT inventory._reserve_cart_on(1, 'xc-3', ARRAY['$X[1]'], '{2}', '1 second', NULL, '{1}')");
+ok(wait_until($DEADLINE, sub { node_sql(1, "SELECT state FROM inventory.ledger WHERE order_id = 'xc-3'") eq 'EXPIRED' }),
+	'a part left behind by a router that died expires by its ttl');
+is(avail_x(), $before, 'and its units are back on sale');
+
+# --- 64 clients through the router ----------------------------------------
+
+# 200 SKUs of 5 units over the four nodes, 64 clients making 6,400
+# attempts (32 per SKU on average): every unit is sold once, on every node
+$router->safe_psql('shop', "SELECT count(r.status) FROM generate_series(1, 200) g, inventory.restock('R-' || g, 5, 'in-r-' || g) r");
+$router->pgbench(
+	'--no-vacuum --client=64 --jobs=2 --transactions=100 -M prepared',
+	0,
+	[qr{processed: 6400/6400}],
+	[qr{^$}],
+	'64 clients make 6400 reservation attempts through the router',
+	{ 'race' => "\\set s random(1, 200)\n\\set n random(1, 9000000000000000000)\n"
+		  . "SELECT (inventory.reserve('R-' || :s, 1, 'race-' || :n)).status;\n" });
+my ($sold, $stocked) = (0, 0);
+my @per_node;
+for my $p (0 .. $NPARTS - 1)
+{
+	my ($s, $k) = split /\|/, node_sql($p, q{
+SELECT (SELECT coalesce(sum(qty), 0) FROM inventory.ledger WHERE kind = 'reserve' AND sku LIKE 'R-%'),
+	   (SELECT coalesce(sum(on_hand), 0) FROM inventory.stock WHERE sku LIKE 'R-%')});
+	push @per_node, "$s/$k";
+	$sold += $s;
+	$stocked += $k;
+}
+is(join(' ', map { my ($s, $k) = split m{/}; $s == $k ? 'equal' : $_ } @per_node),
+	join(' ', ('equal') x $NPARTS), "units sold = units stocked on every node (@per_node)");
+is("$sold $stocked", '1000 1000', 'and in total: 1000 units sold of 1000');
+is($router->safe_psql('shop', q{
+SELECT count(*) || ' ' || sum(available) || ' ' || count(*) FILTER (WHERE reserved <> on_hand)
+  FROM inventory.stock WHERE sku LIKE 'R-%'}),
+	'200 0 0', 'inventory.stock through the router: 200 SKUs, nothing available, nothing oversold');
+is($router->safe_psql('shop', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty on every node');
+
+# --- a node down -------------------------------------------------------------
+
+# inventory.nodes with every node up agrees with the nodes
+is($router->safe_psql('shop', q{SELECT string_agg(part || ':' || dbname || ':' || reachable || ':' || skus || ':' || holds, ' ' ORDER BY part) FROM inventory.nodes}),
+	join(' ', map { "$_:inv_p$_:true:" . node_sql($_, "SELECT (SELECT count(*) FROM inventory.sku) || ':' || (SELECT count(*) FROM inventory.ledger WHERE state = 'PENDING')") } 0 .. $NPARTS - 1),
+	'inventory.nodes: every partition reachable, its SKUs and holds');
+
+my $down = 2;
+$nodes[$down]->stop('fast');
+($ret, $stdout, $stderr) = $router->psql('shop',
+	"\\set VERBOSITY verbose\nSELECT inventory.reserve('$X[$down]', 1, 'while-down')");
+like($stderr, qr/ERROR:  XX000: .*\[inv_p$down\] .*(connect|connection)/,
+	'a SKU of the node down fails, the error naming its database');
+is(join(' ', map { $router->safe_psql('shop', "SELECT status FROM inventory.reserve('$X[$_]', 1, 'while-down-$_')") } grep { $_ != $down } 0 .. 3),
+	'ok ok ok', 'the SKUs of every other node sell on');
+is($router->safe_psql('shop', q{SELECT string_agg(part || ':' || reachable || ':' || (error IS NOT NULL) || ':' || coalesce((error LIKE '%[inv_p' || part || ']%')::text, ''), ' ' ORDER BY part) FROM inventory.nodes}),
+	join(' ', map { $_ == $down ? "$_:false:true:true" : "$_:true:false:" } 0 .. 3),
+	'inventory.nodes shows the node down, with its error');
+# a cart with a line on the node down fails whole; the line made is cancelled
+($ret, $stdout, $stderr) = $router->psql('shop',
+	"\\set VERBOSITY verbose\nSELECT * FROM inventory.reserve_cart('xc-down', ARRAY['$X[$down]', '$X[1]'], '{1,1}')");
+like($stderr, qr/ERROR:  XX000: .*\[inv_p$down\]/, 'a cart with a line on the node down fails with its error');
+is(node_sql(1, "SELECT batch_id || ':' || state FROM inventory.ledger WHERE order_id = 'xc-down'"),
+	'2:CANCELLED', 'the line made on another node before it is cancelled: nothing is held');
+$nodes[$down]->start;
+ok(wait_until($DEADLINE, sub {
+	my ($r, $o) = $router->psql('shop', "SELECT status FROM inventory.reserve('$X[$down]', 1, 'after-up')");
+	return $r == 0 && $o eq 'ok';
+}), 'the node back, its SKUs sell again');
+
+# a node that hangs: statement_timeout on the router is the bound
+my $hung = 3;
+my @stopped = node_pids($nodes[$hung]);
+my $session = $router->background_psql('shop', on_error_stop => 0);
+$session->query_safe("SELECT inventory.available('$X[$hung]')");    # a connection to it, cached
+kill 'STOP', @stopped;
+my $t0 = time;
+($ret, $stdout, $stderr) = $router->psql('shop',
+	"SET statement_timeout = '2s';\n\\set VERBOSITY verbose\nSELECT inventory.available('$X[$hung]')");
+my $waited = time - $t0;
+like($stderr, qr/ERROR:  57014: canceling statement due to statement timeout/,
+	'a call to a node that hangs ends at statement_timeout (57014), a new connection');
+my $out = $session->query("SET statement_timeout = '2s'; SELECT inventory.available('$X[$hung]')");
+like($session->{stderr}, qr/canceling statement due to statement timeout/,
+	'and on a connection made before it hung');
+$waited = time - $t0;
+is($router->safe_psql('shop', "SELECT status FROM inventory.reserve('$X[0]', 1, 'while-hung')"),
+	'ok', 'other nodes sell meanwhile');
+kill 'CONT', @stopped;
+ok($waited < 30, sprintf('both calls ended within %.1f s', $waited));
+$session->quit;
+is($router->safe_psql('shop', "SELECT status FROM inventory.reserve('$X[$hung]', 1, 'after-cont')"),
+	'ok', 'the node resumed sells again');
+
+# the processes of a node's server: its postmaster and the children named
+# after its cluster
+sub node_pids
+{
+	my ($node) = @_;
+	my $name = $node->name;
+	my $pm = (split /\n/, slurp_file($node->data_dir . '/postmaster.pid'))[0];
+	return ($pm, split ' ', `pgrep -f '^postgres: $name: '`);
+}
+
+# --- kill -9 of one node's postmaster under load -----------------------------
+
+# Clients run scripts of calls through the router.  A call is its node's
+# transaction, committed when it returns: after each call that returned,
+# the client prints "ACK <call number> <status>" with \warn, after one that
+# failed "FAIL <call number> <SQLSTATE>".  Scripts go on after a failure.
+my $CLIENTS = 12;
+my $CALLS   = 500;
+my @HOT  = map { $on[ $_ % 4 ][ 10 + int($_ / 4) ] } 0 .. 15;    # 4 per partition, always enough
+my @COLD = map { $on[ $_ % 4 ][ 20 + int($_ / 4) ] } 0 .. 31;    # 8 per partition, 2 units
+$router->safe_psql('shop', join ";\n",
+	(map { "SELECT inventory.restock('$_', 1000000, 'in-$_')" } @HOT),
+	(map { "SELECT inventory.restock('$_', 2, 'in-$_')" } @COLD));
+
+sub make_plan
+{
+	my ($client) = @_;
+	srand(18_000 + $client);
+	my (@plan, @open);
+	for my $i (1 .. $CALLS)
+	{
+		my $key = "k-c$client-$i";
+		my $dice = rand(100);
+		if ($dice < 30 && @open)
+		{
+			my $r = splice(@open, int(rand(@open)), 1);
+			# one in four without the SKU: asks every node
+			push @plan, { op => $dice < 18 ? 'confirm' : 'cancel', key => $r->{key},
+						  sku => $r->{sku}, with_sku => rand(4) >= 1 };
+		}
+		elsif ($dice < 40)
+		{
+			push @plan, { op => 'restock', key => $key, sku => $COLD[ rand @COLD ], qty => 1 };
+		}
+		else
+		{
+			my $cold = $dice < 70;
+			my $r = { op => 'reserve', key => $key, qty => 1 + int(rand(2)),
+					  sku => $cold ? $COLD[ rand @COLD ] : $HOT[ rand @HOT ] };
+			push @plan, $r;
+			push @open, $r;
+		}
+	}
+	return \@plan;
+}
+
+sub plan_to_sql
+{
+	my ($plan) = @_;
+	my $sql = '';
+	for my $i (1 .. @$plan)
+	{
+		my $c = $plan->[ $i - 1 ];
+		my $call =
+		    $c->{op} eq 'reserve' ? "reserve('$c->{sku}', $c->{qty}, '$c->{key}', 1, '1 hour')"
+		  : $c->{op} eq 'restock' ? "restock('$c->{sku}', $c->{qty}, '$c->{key}')"
+		  : $c->{with_sku} ? "$c->{op}('$c->{key}', 1, '$c->{sku}')"
+		  : "$c->{op}('$c->{key}')";
+		$sql .= "SELECT status AS s FROM inventory.$call \\gset\n"
+		  . "\\if :ERROR\n\\warn FAIL $i :SQLSTATE\n\\else\n\\warn ACK $i :s\n\\endif\n";
+	}
+	return $sql;
+}
+
+# the outcome of every call a client's log reports: number => [ACK|FAIL, status]
+sub read_log
+{
+	my ($file) = @_;
+	my %out;
+	for (slurp_file($file) =~ /^((?:ACK|FAIL) \d+ \S+)$/mg)
+	{
+		my ($what, $i, $s) = split ' ';
+		$out{$i} = [ $what, $s ];
+	}
+	return \%out;
+}
+
+my $dir = PostgreSQL::Test::Utils::tempdir;
+my @clients;
+for my $c (1 .. $CLIENTS)
+{
+	my $plan = make_plan($c);
+	my $script = "$dir/c$c.sql";
+	open my $fh, '>', $script or die "$script: $!";
+	print $fh plan_to_sql($plan);
+	close $fh;
+	my $log = "$PostgreSQL::Test::Utils::log_path/018_router_c$c";
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-q', '-f', $script, '-d', $router->connstr('shop') ],
+		'<', '/dev/null', '>', "$log.out", '2>', "$log.err",
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	push @clients, { plan => $plan, err => "$log.err", h => $h };
+}
+sub acks
+{
+	my ($pred) = @_;
+	my $n = 0;
+	for my $cl (@clients)
+	{
+		my $log = read_log($cl->{err});
+		$n += grep { $log->{$_}[0] eq 'ACK' && $pred->($cl->{plan}[ $_ - 1 ]) } keys %$log;
+	}
+	return $n;
+}
+my $victim = 1;
+ok(wait_until($DEADLINE, sub { acks(sub { 1 }) >= 600 }), 'the load runs through the router');
+my @victim_pids = node_pids($nodes[$victim]);
+$nodes[$victim]->kill9;
+# calls routed by SKU to the other nodes
+my $elsewhere = sub { ($_[0]{op} eq 'reserve' || $_[0]{op} eq 'restock') && part_of($_[0]{sku}) != $victim };
+my $others_before = acks($elsewhere);
+ok(wait_until($DEADLINE, sub { !grep { kill 0, $_ } node_pids($nodes[$victim]) }),
+	"every process of node $victim has exited");
+ok(wait_until($DEADLINE, sub { acks($elsewhere) >= $others_before + 100 }),
+	"while node $victim is down, the other nodes acknowledge calls");
+ok($nodes[$victim]->start(fail_ok => 1), "node $victim starts again");
+for my $cl (@clients)
+{
+	$cl->{h}->finish;
+}
+ok(wait_until($DEADLINE, sub {
+	my ($r, $o) = $router->psql('shop', "SELECT status FROM inventory.reserve('$HOT[$victim]', 1, 'after-crash')");
+	return $r == 0 && $o eq 'ok';
+}), "node $victim back, its SKUs sell again");
+my $named = 0;
+for my $cl (@clients)
+{
+	my $err = slurp_file($cl->{err});
+	$named++ if $err =~ /\[inv_p$victim\]/;
+}
+ok($named, "calls of node $victim failed with an error naming inv_p$victim ($named clients saw one)");
+
+# the rows of the test's keys on every node: key => [partition, kind, sku, qty, state]
+my %row;
+my @misplaced;
+for my $p (0 .. $NPARTS - 1)
+{
+	for (split /\n/, node_sql($p,
+		"SELECT order_id, kind, sku, qty, state FROM inventory.ledger WHERE order_id LIKE 'k-c%' AND batch_id = 1"))
+	{
+		my ($key, @rest) = split /\|/, $_, -1;
+		$row{$key} = [ $p, @rest ];
+		push @misplaced, "$key on $p" if part_of($rest[1]) != $p;
+	}
+}
+my (%bad, %count);
+$bad{$_} = [] for qw(lost refused missing misplaced unplanned unacknowledged);
+my %inflight;    # client => calls that failed and yet took effect
+push @{ $bad{misplaced} }, @misplaced;
+my %planned;
+for my $c (1 .. $CLIENTS)
+{
+	my $plan = $clients[ $c - 1 ]{plan};
+	my $log  = read_log($clients[ $c - 1 ]{err});
+	for my $i (1 .. @$plan)
+	{
+		my $call = $plan->[ $i - 1 ];
+		my $out = $log->{$i};
+		$planned{ $call->{key} } = 1 if $call->{op} eq 'reserve' || $call->{op} eq 'restock';
+		if (!$out)
+		{
+			push @{ $bad{missing} }, "c$c call $i";
+			next;
+		}
+		my ($what, $status) = @$out;
+		my $r = $row{ $call->{key} };
+		$count{"$what $call->{op} $status"}++;
+		if ($what eq 'FAIL')
+		{
+			# routed by SKU: only a call to the node that crashed, in
+			# flight at the crash, may have committed unacknowledged
+			push @{ $inflight{$c} }, $i
+			  if $r && ($call->{op} eq 'reserve' || $call->{op} eq 'restock');
+			push @{ $bad{unacknowledged} }, "c$c call $i: $call->{op} $call->{key} failed, row is (@$r)"
+			  if $r && ($call->{op} eq 'reserve' || $call->{op} eq 'restock')
+			  && part_of($call->{sku}) != $victim;
+			next;
+		}
+		if ($status eq 'ok')
+		{
+			my $want = $call->{op} eq 'confirm' ? 'CONFIRMED' : $call->{op} eq 'cancel' ? 'CANCELLED' : undef;
+			push @{ $bad{lost} }, "c$c call $i: $call->{op} $call->{key} acknowledged ok, row is "
+			  . ($r ? "(@$r)" : 'missing')
+			  unless $r && $r->[2] eq $call->{sku}
+			  && (!$want || $r->[4] eq $want)
+			  && ($call->{op} ne 'reserve' || $r->[3] == $call->{qty});
+		}
+		elsif ($status eq 'insufficient' || $status eq 'not_found')
+		{
+			push @{ $bad{refused} }, "c$c call $i: $call->{op} $call->{key} acknowledged $status, row is (@$r)"
+			  if $r && ($call->{op} eq 'reserve' || $status eq 'not_found');
+		}
+	}
+}
+for my $key (sort keys %row)
+{
+	push @{ $bad{unplanned} }, $key unless $planned{$key};
+}
+for my $c (sort keys %inflight)
+{
+	push @{ $bad{unacknowledged} }, "c$c: calls @{ $inflight{$c} } failed and took effect"
+	  if @{ $inflight{$c} } > 1;
+}
+note(join ', ', map { "$_: $count{$_}" } sort keys %count);
+for my $what (sort keys %bad)
+{
+	my @v = @{ $bad{$what} };
+	is(scalar @v, 0, "after the crash: no call $what")
+	  or diag(join "\n", @v[ 0 .. ($#v < 19 ? $#v : 19) ]);
+}
+ok(($count{'ACK reserve ok'} // 0) && ($count{'ACK confirm ok'} // 0) && ($count{'ACK cancel ok'} // 0)
+	  && ($count{'ACK restock ok'} // 0) && ($count{'ACK reserve insufficient'} // 0)
+	  && grep({ /^FAIL reserve/ } keys %count),
+	'the load acknowledged every kind of call, and calls failed while the node was down');
+for my $p (0 .. $NPARTS - 1)
+{
+	is(node_sql($p, q{
+SELECT (SELECT count(*) FROM inventory.verify()) || ' '
+	|| (SELECT count(*) FROM inventory.stock WHERE NOT (0 <= reserved AND reserved <= on_hand))}),
+		'0 0', "partition $p: verify() is empty, nothing oversold");
+}
+
+# --- resharding: partition 0 moves to the server of partition 1 -------------
+
+my $m = 0;
+my $dest = $nodes[1];
+my ($Y, $Y2) = ($on[$m][30], $on[$m][31]);
+$router->safe_psql('shop', qq{
+SELECT inventory.restock('$Y', 10, 'in-y');
+SELECT inventory.restock('$Y2', 10, 'in-y2');
+SELECT inventory.confirm('paid-y', 1, '$Y') FROM inventory.reserve('$Y', 2, 'paid-y');
+SELECT inventory.reserve('$Y2', 3, 'held-y', 1, '20 seconds');
+});
+my $stock_before = $router->safe_psql('shop', 'SELECT * FROM inventory.stock ORDER BY sku');
+my $expires = node_sql($m, "SELECT expires_at FROM inventory.ledger WHERE order_id = 'held-y'");
+
+# 1. freeze the partition's writes through the router: reads go on
+my $old = partition_connstr($nodes[$m], "inv_p$m");
+$router->safe_psql('shop',
+	"ALTER SERVER inventory_cluster OPTIONS (SET p$m '$old options=''-c default_transaction_read_only=on''')");
+($ret, $stdout, $stderr) = $router->psql('shop', "\\set VERBOSITY verbose\nSELECT inventory.reserve('$Y', 1, 'frozen')");
+like($stderr, qr/ERROR:  25006: .*\[inv_p$m\]/, 'frozen: a write to the partition is refused (25006)');
+is($router->safe_psql('shop', "SELECT inventory.available('$Y')"), '8', 'frozen: reads go on');
+my $live = $router->background_psql('shop');
+$live->query_safe("SELECT inventory.available('$Y')");
+
+# 2. copy it to the other server
+my $dump = "$dir/inv_p$m.dump";
+$nodes[$m]->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $nodes[$m]->connstr("inv_p$m") ],
+	"pg_dump -Fc of inv_p$m");
+$dest->safe_psql('postgres', "CREATE DATABASE inv_p$m");
+$dest->command_ok([ 'pg_restore', '-d', $dest->connstr("inv_p$m"), $dump ],
+	"pg_restore into inv_p$m on the server of partition 1");
+
+# 3. point the partition at the copy; 4. the old database goes
+$router->safe_psql('shop',
+	"ALTER SERVER inventory_cluster OPTIONS (SET p$m '" . partition_connstr($dest, "inv_p$m") . "')");
+$nodes[$m]->safe_psql('postgres', "DROP DATABASE inv_p$m WITH (FORCE)");
+
+is($router->safe_psql('shop', "SELECT host || ':' || port FROM inventory.nodes WHERE part = $m"),
+	$dest->host . ':' . $dest->port, 'inventory.nodes shows the partition on its new server');
+is($router->safe_psql('shop', 'SELECT * FROM inventory.stock ORDER BY sku'), $stock_before,
+	'inventory.stock through the router is what it was');
+is($dest->safe_psql("inv_p$m", "SELECT state || ' ' || (expires_at = '$expires') FROM inventory.ledger WHERE order_id = 'held-y'"),
+	'PENDING t', 'the hold moved with its expiry');
+is($router->safe_psql('shop', "SELECT status || ' ' || state FROM inventory.reserve('$Y', 2, 'paid-y')"),
+	'duplicate CONFIRMED', 'a replayed key answers duplicate on the new server');
+is(scalar $live->query("SELECT status FROM inventory.reserve('$Y', 1, 'after-move')"),
+	'ok', 'a session opened before the move writes to the new server');
+$live->quit;
+is($dest->safe_psql("inv_p$m", "SELECT count(*) FROM inventory.ledger WHERE order_id = 'after-move'"),
+	'1', 'the write landed on the new server');
+ok(wait_until($DEADLINE, sub {
+	$dest->safe_psql("inv_p$m", "SELECT state FROM inventory.ledger WHERE order_id = 'held-y'") eq 'EXPIRED' }),
+	'the hold expires on the new server');
+is($dest->safe_psql("inv_p$m",
+	"SELECT settled_at >= expires_at AND settled_at < expires_at + interval '5 seconds' FROM inventory.ledger WHERE order_id = 'held-y'"),
+	't', 'at its time (within 5 s of expires_at)');
+is($router->safe_psql('shop', "SELECT inventory.available('$Y2')"), '10', 'its units are back on sale');
+
+for my $p (0 .. $NPARTS - 1)
+{
+	my $server = $p == $m ? $dest : $nodes[$p];
+	is($server->safe_psql("inv_p$p", 'SELECT count(*) FROM inventory.verify()'), '0',
+		"at the end, partition $p verifies");
+}
+
+$router->stop;
+$_->stop for @nodes;
+done_testing();
