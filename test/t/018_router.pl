@@ -14,7 +14,9 @@
 #     what was stocked, on every node and in total;
 #   * a node down fails only its own SKUs, with an error naming its
 #     database, and inventory.nodes shows it; statement_timeout bounds a
-#     node that hangs (SIGSTOP);
+#     call to a node that is slow, or to a frozen server (SIGSTOP) on a new
+#     connection, and not a call already sent to a node process that then
+#     freezes (a documented limit);
 #   * kill -9 of one node's postmaster under load through the router: the
 #     other nodes sell on, and after the restart every acknowledged call is
 #     there and verify() is empty on every node;
