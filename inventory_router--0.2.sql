@@ -77,7 +77,7 @@ CREATE TYPE inventory.result AS (
 	expires_at	timestamptz
 );
 COMMENT ON TYPE inventory.result IS
-	'outcome of reserve, confirm, cancel, extend, restock and adjust, as the node answered it';
+	'outcome of reserve, confirm, cancel, extend, restock, withdraw and adjust, as the node answered it';
 COMMENT ON COLUMN inventory.result.ok IS
 	'whether the caller''s intent now holds, made now or by an earlier call with the same key';
 COMMENT ON COLUMN inventory.result.status IS
@@ -190,6 +190,17 @@ CREATE FUNCTION inventory.adjust(sku text, on_hand bigint, order_id text,
 $$;
 COMMENT ON FUNCTION inventory.adjust(text, bigint, text, integer, bigint) IS
 	'stocktake: set the on_hand of sku to a counted value, on its node';
+
+CREATE FUNCTION inventory.withdraw(sku text, qty bigint, order_id text,
+								   batch_id integer DEFAULT 1)
+	RETURNS inventory.result
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON inventory.sku_hash(sku);
+$$;
+COMMENT ON FUNCTION inventory.withdraw(text, bigint, text, integer) IS
+	'take qty available units of sku out of on_hand for good, on its node; insufficient when fewer are available';
 
 CREATE FUNCTION inventory.available(sku text) RETURNS bigint
 	LANGUAGE plproxy
@@ -1064,6 +1075,7 @@ GRANT SELECT ON inventory.stock TO inventory_app;
 GRANT EXECUTE ON FUNCTION
 	inventory.restock(text, bigint, text, integer),
 	inventory.adjust(text, bigint, text, integer, bigint),
+	inventory.withdraw(text, bigint, text, integer),
 	inventory.set_rules(text, bigint, timestamptz, timestamptz),
 	inventory._set_rules(text, bigint, timestamptz, timestamptz),
 	inventory.verify(),

@@ -132,7 +132,7 @@ my $api = q{
 SELECT p.proname || '(' || pg_get_function_arguments(p.oid) || ') ' || pg_get_function_result(p.oid)
   FROM pg_proc p
  WHERE p.pronamespace = 'inventory'::regnamespace
-   AND p.proname IN ('reserve', 'confirm', 'cancel', 'extend', 'restock', 'adjust', 'available',
+   AND p.proname IN ('reserve', 'confirm', 'cancel', 'extend', 'restock', 'adjust', 'withdraw', 'available',
 					 'set_rules', 'reserve_cart', 'reserve_many', 'confirm_order', 'cancel_order',
 					 'verify', 'sku_stats', 'expire', 'fold', 'stats_reset', 'can_transition', 'is_final')
  ORDER BY 1};
@@ -196,16 +196,18 @@ is(join(' ', map { as_role('shop_api', $_) }
 	"SELECT count(*) FROM inventory.stock WHERE sku = '$on[0][0]'",
 	"SELECT inventory.available('$on[0][0]')",
 	"SELECT status FROM inventory.restock('$on[0][0]', 1, 'priv-2')",
+	"SELECT status FROM inventory.withdraw('$on[0][0]', 1, 'priv-w')",
 	'SELECT count(*) FROM inventory.sku_stats',
 	'SELECT count(*) FROM inventory.verify()',
 	'SELECT count(*) FROM inventory.nodes'),
-	'ok ok 1 99 42501 42501 42501 42501',
-	'inventory_app: reserve, confirm, stock, available; no restock, statistics, verify or nodes');
+	'ok ok 1 99 42501 42501 42501 42501 42501',
+	'inventory_app: reserve, confirm, stock, available; no restock, withdraw, statistics, verify or nodes');
 is(join(' ', map { as_role('warehouse', $_) }
 	"SELECT status FROM inventory.restock('$on[0][0]', 1, 'priv-2')",
+	"SELECT status FROM inventory.withdraw('$on[0][0]', 1, 'priv-w')",
 	'SELECT count(*) FROM inventory.verify()',
 	'SELECT count(*) FROM inventory.nodes WHERE reachable'),
-	"ok 0 $NPARTS", 'inventory_admin: restock, verify, nodes');
+	"ok ok 0 $NPARTS", 'inventory_admin: restock, withdraw, verify, nodes');
 is(join(' ', map { as_role('stranger', $_) }
 	"SELECT status FROM inventory.reserve('$on[0][0]', 1, 'priv-3')",
 	"SELECT 'PENDING'::inventory.state < 'EXPIRED'"),
@@ -254,6 +256,10 @@ my @calls = (
 	"SELECT $cols FROM inventory.reserve('$C', 3, 'o5')",
 	"SELECT $cols FROM inventory.adjust('$C', 1, 'count-2')",
 	"SELECT $cols FROM inventory.adjust('nowhere', 1, 'count-3')",
+	"SELECT $cols FROM inventory.withdraw('$B', 9, 'out-1')",
+	"SELECT $cols FROM inventory.withdraw('$B', 1, 'out-1')",
+	"SELECT $cols FROM inventory.withdraw('$B', 1, 'out-1')",
+	"SELECT $cols FROM inventory.withdraw('nowhere', 1, 'out-2')",
 	"SELECT inventory.set_rules('$A', 2)",
 	"SELECT $cols FROM inventory.reserve('$A', 1, 'o6', buyer_id => 'ann')",
 	"SELECT $cols FROM inventory.reserve('$A', 2, 'o7', buyer_id => 'ann')",
