@@ -142,22 +142,41 @@ NewMovement(LedgerNew *n, text *order_id, int32 batch_id, InvKind kind,
 	n->qty = qty;
 }
 
+/* The arguments restock(), withdraw() and adjust() start with. */
+typedef struct MovementArgs
+{
+	text	   *sku;
+	int64		qty;			/* adjust(): the count, on_hand */
+	text	   *order_id;
+	int32		batch_id;
+} MovementArgs;
+
 /*
- * The start of restock(), withdraw() and adjust(): lock the key, and if it
- * is taken, answer the replay (or raise the key's reuse).  Returns true
- * when answered.
+ * The start of restock(), withdraw() and adjust(): read their arguments
+ * (sku, qty or on_hand, order_id, batch_id), lock the key, and if it is
+ * taken, answer the replay (or raise the key's reuse).  Returns true when
+ * answered.
  */
 static bool
-AnsweredReplay(text *order_id, int32 batch_id, InvKind kind, text *sku,
-			   int64 qty, Outcome *o)
+StartMovement(FunctionCallInfo fcinfo, InvKind kind, MovementArgs *a,
+			  Outcome *o)
 {
-	LedgerRow m;
+	LedgerRow	m;
+	char		call[32];
 
-	OutcomeInit(o, sku, qty);
-	LockKey(order_id, batch_id);
-	if (!FindKey(order_id, batch_id, &m))
+	a->sku = ArgSku(fcinfo, 0);
+	a->qty = kind == INV_KIND_ADJUST ? ArgQuantity(fcinfo, 1, "on_hand", true) :
+		ArgQuantity(fcinfo, 1, "qty", false);
+	a->order_id = ArgOrderId(fcinfo, 2);
+	a->batch_id = ArgBatchId(fcinfo, 3);
+	snprintf(call, sizeof(call), "inventory.%s()", LedgerKindName(kind));
+	CheckWritable(call);
+
+	OutcomeInit(o, a->sku, a->qty);
+	LockKey(a->order_id, a->batch_id);
+	if (!FindKey(a->order_id, a->batch_id, &m))
 		return false;
-	OutcomeReplay(order_id, batch_id, &m, kind, sku, qty, NULL, o);
+	OutcomeReplay(a->order_id, a->batch_id, &m, kind, a->sku, a->qty, NULL, o);
 	return true;
 }
 
@@ -418,25 +437,21 @@ PG_FUNCTION_INFO_V1(inventory_restock);
 Datum
 inventory_restock(PG_FUNCTION_ARGS)
 {
-	text	   *sku = ArgSku(fcinfo, 0);
-	int64		qty = ArgQuantity(fcinfo, 1, "qty", false);
-	text	   *order_id = ArgOrderId(fcinfo, 2);
-	int32		batch_id = ArgBatchId(fcinfo, 3);
+	MovementArgs a;
 	Outcome		o;
 	InvKey		key;
 	InvView		view;
 	InvEntry   *entry;
 	LedgerNew	n;
 
-	CheckWritable("inventory.restock()");
-	if (AnsweredReplay(order_id, batch_id, INV_KIND_RESTOCK, sku, qty, &o))
+	if (StartMovement(fcinfo, INV_KIND_RESTOCK, &a, &o))
 		return OutcomeDatum(&o);
 
-	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
+	CacheMakeKey(&key, VARDATA_ANY(a.sku), VARSIZE_ANY_EXHDR(a.sku));
 	entry = PendingPin(&key);
 	if (!PendingSkuExists(&key))
 	{
-		Datum		arg = PointerGetDatum(sku);
+		Datum		arg = PointerGetDatum(a.sku);
 		int			spi;
 
 		spi = InvSpiConnect();
@@ -444,7 +459,7 @@ inventory_restock(PG_FUNCTION_ARGS)
 		InvSpiFinish(spi);
 	}
 
-	NewMovement(&n, order_id, batch_id, INV_KIND_RESTOCK, sku, qty);
+	NewMovement(&n, a.order_id, a.batch_id, INV_KIND_RESTOCK, a.sku, a.qty);
 	LedgerInsert(&n);
 
 	/* a SKU created by this call counts from zero */
@@ -467,22 +482,18 @@ PG_FUNCTION_INFO_V1(inventory_withdraw);
 Datum
 inventory_withdraw(PG_FUNCTION_ARGS)
 {
-	text	   *sku = ArgSku(fcinfo, 0);
-	int64		qty = ArgQuantity(fcinfo, 1, "qty", false);
-	text	   *order_id = ArgOrderId(fcinfo, 2);
-	int32		batch_id = ArgBatchId(fcinfo, 3);
+	MovementArgs a;
 	Outcome		o;
 	InvKey		key;
 	InvView		view;
 	InvAdmit	admit;
 	LedgerNew	n;
 
-	CheckWritable("inventory.withdraw()");
-	if (AnsweredReplay(order_id, batch_id, INV_KIND_WITHDRAW, sku, qty, &o))
+	if (StartMovement(fcinfo, INV_KIND_WITHDRAW, &a, &o))
 		return OutcomeDatum(&o);
 
-	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
-	admit = PendingReserve(&key, qty, NULL, NULL, &view);
+	CacheMakeKey(&key, VARDATA_ANY(a.sku), VARSIZE_ANY_EXHDR(a.sku));
+	admit = PendingReserve(&key, a.qty, NULL, NULL, &view);
 	OutcomeSetCounters(&o, &view);
 	if (admit != INV_ADMIT_OK)
 	{
@@ -491,7 +502,7 @@ inventory_withdraw(PG_FUNCTION_ARGS)
 	}
 
 	/* the trigger binds the hold just taken to the row */
-	NewMovement(&n, order_id, batch_id, INV_KIND_WITHDRAW, sku, qty);
+	NewMovement(&n, a.order_id, a.batch_id, INV_KIND_WITHDRAW, a.sku, a.qty);
 	LedgerInsert(&n);
 
 	o.ok = true;
@@ -503,10 +514,7 @@ PG_FUNCTION_INFO_V1(inventory_adjust);
 Datum
 inventory_adjust(PG_FUNCTION_ARGS)
 {
-	text	   *sku = ArgSku(fcinfo, 0);
-	int64		counted = ArgQuantity(fcinfo, 1, "on_hand", true);
-	text	   *order_id = ArgOrderId(fcinfo, 2);
-	int32		batch_id = ArgBatchId(fcinfo, 3);
+	MovementArgs a;
 	bool		has_expected = !PG_ARGISNULL(4);
 	int64		expected = has_expected ? PG_GETARG_INT64(4) : 0;
 	int			mark = PendingMark();
@@ -514,17 +522,17 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	InvKey		key;
 	InvView		view;
 	LedgerNew	n;
-	Datum		arg = PointerGetDatum(sku);
+	Datum		arg;
 	uint64		found;
 	int64		delta;
 	InvAdmit	admit;
 	int			spi;
 
-	CheckWritable("inventory.adjust()");
-	if (AnsweredReplay(order_id, batch_id, INV_KIND_ADJUST, sku, counted, &o))
+	if (StartMovement(fcinfo, INV_KIND_ADJUST, &a, &o))
 		return OutcomeDatum(&o);
 
 	/* stocktakes of one SKU take turns, so each counts from the last */
+	arg = PointerGetDatum(a.sku);
 	spi = InvSpiConnect();
 	found = InvStmtRun(&lock_sku, &arg, NULL, false, 0);
 	InvSpiFinish(spi);
@@ -534,8 +542,8 @@ inventory_adjust(PG_FUNCTION_ARGS)
 		return OutcomeDatum(&o);
 	}
 
-	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
-	admit = PendingStocktake(&key, counted, has_expected ? &expected : NULL,
+	CacheMakeKey(&key, VARDATA_ANY(a.sku), VARSIZE_ANY_EXHDR(a.sku));
+	admit = PendingStocktake(&key, a.qty, has_expected ? &expected : NULL,
 							 &delta, &view);
 	OutcomeSetCounters(&o, &view);
 	if (admit != INV_ADMIT_OK)
@@ -545,9 +553,9 @@ inventory_adjust(PG_FUNCTION_ARGS)
 		return OutcomeDatum(&o);
 	}
 
-	NewMovement(&n, order_id, batch_id, INV_KIND_ADJUST, sku, delta);
+	NewMovement(&n, a.order_id, a.batch_id, INV_KIND_ADJUST, a.sku, delta);
 	n.has_counted = true;
-	n.counted = counted;
+	n.counted = a.qty;
 	LedgerInsert(&n);
 
 	o.ok = true;
