@@ -133,6 +133,13 @@ CatalogNotNullText(HeapTuple tup, TupleDesc desc, AttrNumber att,
 	bool		isnull;
 	Datum		d = heap_getattr(tup, att, desc, &isnull);
 
+	return CatalogNotNullDatum(d, isnull, column);
+}
+
+/* The same, from a row already deformed. */
+text *
+CatalogNotNullDatum(Datum d, bool isnull, const char *column)
+{
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),

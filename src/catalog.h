@@ -51,5 +51,6 @@ typedef struct InvCatalog
 extern const InvCatalog *InvGetCatalog(void);
 extern text *CatalogNotNullText(HeapTuple tup, TupleDesc desc, AttrNumber att,
 								const char *column);
+extern text *CatalogNotNullDatum(Datum d, bool isnull, const char *column);
 
 #endif							/* INVENTORY_CATALOG_H */

@@ -182,18 +182,6 @@ KeyScanEnd(KeyScan *ks)
 	table_close(ks->heap, NoLock);
 }
 
-/* A NOT NULL text column of a deformed ledger row. */
-static text *
-NotNullText(const Datum *values, const bool *nulls, AttrNumber att,
-			const char *column)
-{
-	if (nulls[att - 1])
-		ereport(ERROR,
-				(errcode(ERRCODE_NOT_NULL_VIOLATION),
-				 errmsg("%s must not be null", column)));
-	return DatumGetTextPP(values[att - 1]);
-}
-
 /*
  * Decodes a ledger row.  The one place that knows the ledger's columns
  * besides the insert below and the catalog's column numbers.  The row is
@@ -217,9 +205,10 @@ LedgerDecode(HeapTuple tup, TupleDesc desc, LedgerRow *row)
 	}
 	heap_deform_tuple(tup, desc, values, nulls);
 
-	row->order_id = NotNullText(values, nulls, cat->l_order_id, "order_id");
-	row->sku = NotNullText(values, nulls, cat->l_sku, "sku");
-	kind = NotNullText(values, nulls, cat->l_kind, "kind");
+	row->order_id = CatalogNotNullDatum(values[cat->l_order_id - 1],
+										nulls[cat->l_order_id - 1], "order_id");
+	row->sku = CatalogNotNullDatum(values[cat->l_sku - 1], nulls[cat->l_sku - 1], "sku");
+	kind = CatalogNotNullDatum(values[cat->l_kind - 1], nulls[cat->l_kind - 1], "kind");
 	row->kind = LedgerParseKind(VARDATA_ANY(kind), VARSIZE_ANY_EXHDR(kind));
 
 	/* a nullable column: has_<field> and <field>, dflt when NULL */
