@@ -7,7 +7,7 @@
 #                [--cases "1 4 4b"] [--rounds N]
 #
 #   (default)   every case at 1, 8, 32 and 64 clients, 15 s per run after a
-#               3 s warm-up; takes about 28 minutes on 2 cores.
+#               3 s warm-up, then 3 rounds; takes about 32 minutes on 2 cores.
 #   --smoke     every case for ~1 s at 1 and 8 clients, small data; checks
 #               that each case produces a number (targets not enforced).
 #   --duration  seconds per measured run.
