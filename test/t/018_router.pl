@@ -33,6 +33,7 @@ use Time::HiRes qw(time);
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use InventoryTest qw(wait_until);
+use RouterCluster qw(start_nodes start_router partition_connstr);
 
 my $NPARTS   = 4;
 my $DEADLINE = 60;    # seconds, for every wait of this test
@@ -45,35 +46,8 @@ ok(-e "$sharedir/extension/plproxy.control", 'PL/Proxy is installed')
 
 # --- the cluster ------------------------------------------------------------
 
-# the nodes: one server each, the partition database named after its
-# partition (the name PL/Proxy puts in its errors)
-my @nodes;
-for my $i (0 .. $NPARTS - 1)
-{
-	my $node = PostgreSQL::Test::Cluster->new("node$i");
-	$node->init;
-	$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
-max_connections = 120
-restart_after_crash = on
-inventory.expire_interval = '100ms'
-log_statement = none
-});
-	$node->start;
-	$node->safe_psql('postgres', "CREATE DATABASE inv_p$i");
-	$node->safe_psql("inv_p$i", 'CREATE EXTENSION inventory');
-	push @nodes, $node;
-}
+my @nodes = start_nodes($NPARTS);
 my $superuser = $nodes[0]->safe_psql('postgres', 'SELECT current_user');
-
-# a node's connection string, as an option of the server (no quotes inside)
-sub partition_connstr
-{
-	my ($node, $db) = @_;
-	my $c = $node->connstr($db);
-	$c =~ s/dbname='(\w+)'/dbname=$1/;
-	return "$c application_name=inventory_router";
-}
 
 # the router refuses a database of a node
 my ($ret, $stdout, $stderr) = $nodes[0]->psql('inv_p0',
@@ -84,23 +58,7 @@ is($nodes[0]->safe_psql('inv_p0',
 	"SELECT count(*) FROM pg_extension WHERE extname IN ('plproxy', 'inventory_router')"),
 	'0', 'and leaves nothing behind');
 
-my $router = PostgreSQL::Test::Cluster->new('router');
-$router->init;
-$router->append_conf('postgresql.conf', qq{
-max_connections = 120
-log_statement = none
-});
-$router->start;
-$router->safe_psql('postgres', 'CREATE DATABASE shop');
-$router->safe_psql('shop', 'CREATE EXTENSION inventory_router CASCADE');
-my $parts = join(",\n",
-	map { "\tp$_ '" . partition_connstr($nodes[$_], "inv_p$_") . "'" } 0 .. $NPARTS - 1);
-$router->safe_psql('shop', qq{
-CREATE SERVER inventory_cluster FOREIGN DATA WRAPPER plproxy OPTIONS (
-$parts);
-CREATE USER MAPPING FOR PUBLIC SERVER inventory_cluster OPTIONS (user '$superuser');
-GRANT USAGE ON FOREIGN SERVER inventory_cluster TO inventory_app, inventory_admin;
-});
+my $router = start_router(\@nodes);
 is($router->safe_psql('shop', 'SELECT inventory.partitions()'), $NPARTS, "the cluster has $NPARTS partitions");
 
 # SKUs by partition: $on[p] lists SKU names that live on partition p
