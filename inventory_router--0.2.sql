@@ -149,9 +149,718 @@ COMMENT ON FUNCTION inventory.partition_of(text) IS
 	'the partition that owns a SKU: the one PL/Proxy routes its calls to';
 
 ------------------------------------------------------------------------------
+-- Hot SKUs in buckets
+--
+-- A split SKU's units are spread over buckets, each the same SKU on a
+-- partition of its own: bucket 0 on the SKU's own partition p, bucket k on
+-- partition (p + k) mod partitions.  A reservation lives in one bucket, the
+-- bucket of its order (of its buyer, when it names one): hashtext of it
+-- modulo the number of buckets.  A retried reserve therefore finds its key
+-- where it was made, and a buyer's units of a SKU are all in one bucket, so
+-- that the node's per-buyer limit is exact.  When its bucket is short, units
+-- move into it from the other buckets, in a fixed order, and the reserve is
+-- made there again: a reservation never lives outside its bucket.
+--
+-- Units move only as keyed movements on both nodes: a withdraw on the
+-- giving node with key ('inventory:transfer:<from>:<to>:<uuid>', 1), then a
+-- restock on the receiving one with the same order_id and batch 2.  The
+-- withdraw rows without their restock are the units in transit; rerunning
+-- split, merge or rebalance restocks them, by their keys.
+--
+-- The layouts a SKU had are kept while keys made under them could be asked
+-- for again: a reserve whose bucket changed looks for its key in its former
+-- buckets first.  A layout is forgotten when no router transaction could
+-- still be using it and no reservation of the SKU lies outside the bucket
+-- the current layout gives its key.
+------------------------------------------------------------------------------
+
+CREATE TABLE inventory.bucket_layout (
+	sku			text COLLATE "C" NOT NULL,
+	generation	integer NOT NULL,
+	parts		integer[] NOT NULL,
+	created_at	timestamptz NOT NULL DEFAULT pg_catalog.transaction_timestamp(),
+	PRIMARY KEY (sku, generation)
+);
+COMMENT ON TABLE inventory.bucket_layout IS
+	'the layouts of split SKUs: the newest generation is the current one, older ones are kept while keys made under them may be asked for again';
+COMMENT ON COLUMN inventory.bucket_layout.parts IS
+	'the partition of each bucket: bucket k is parts[k + 1]; parts[1] is the SKU''s own partition';
+SELECT pg_catalog.pg_extension_config_dump('inventory.bucket_layout', '');
+
+-- The partitions of the current buckets of a split SKU; NULL when the SKU
+-- is not split.  Asked by every reserve and every call about a SKU that
+-- depends on its buckets: PL/pgSQL, whose plan is kept for the session (a
+-- SQL function's would be made at every call).
+CREATE FUNCTION inventory._bucket_parts(sku text) RETURNS integer[]
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
+	AS $$
+BEGIN
+	RETURN (SELECT l.parts FROM inventory.bucket_layout l
+			 WHERE l.sku OPERATOR(pg_catalog.=) _bucket_parts.sku
+			 ORDER BY l.generation DESC LIMIT 1);
+END
+$$;
+COMMENT ON FUNCTION inventory._bucket_parts(text) IS
+	'the partitions of the current buckets of a split SKU; NULL when it is not split';
+
+-- Every partition a bucket of the SKU was ever on, in any kept layout.
+CREATE FUNCTION inventory._sku_parts(sku text) RETURNS integer[]
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
+	AS $$
+BEGIN
+	RETURN ARRAY(SELECT DISTINCT p FROM inventory.bucket_layout l, pg_catalog.unnest(l.parts) p
+				  WHERE l.sku OPERATOR(pg_catalog.=) _sku_parts.sku ORDER BY 1);
+END
+$$;
+COMMENT ON FUNCTION inventory._sku_parts(text) IS
+	'the partitions of the buckets of a split SKU in its kept layouts';
+
+-- The bucket of a key: hashtext of the buyer, or of the order, modulo the
+-- number of buckets.
+CREATE FUNCTION inventory._home(parts integer[], basis text) RETURNS integer
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	AS $$
+	SELECT $1[1 OPERATOR(pg_catalog.+)
+			  ((pg_catalog.hashtext($2) OPERATOR(pg_catalog.&) 2147483647)
+			   OPERATOR(pg_catalog.%) pg_catalog.cardinality($1))]
+$$;
+COMMENT ON FUNCTION inventory._home(integer[], text) IS
+	'the partition of the bucket that a buyer or an order (basis) gets in a layout';
+
+CREATE FUNCTION inventory._key_at(parts integer[], key_order text, key_batch integer, key_sku text)
+	RETURNS SETOF integer
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	SPLIT parts;
+	RUN ON parts;
+	SELECT p FROM pg_catalog.unnest(parts) p
+	 WHERE EXISTS (SELECT FROM inventory.ledger l
+					WHERE l.order_id = key_order AND l.batch_id = key_batch AND l.sku = key_sku);
+$$;
+COMMENT ON FUNCTION inventory._key_at(integer[], text, integer, text) IS
+	'those of the partitions that hold the key for the SKU';
+
+-- Where a key of a split SKU is, or goes: its bucket in a former layout
+-- that holds it, else its bucket now.
+CREATE FUNCTION inventory._key_part(sku text, order_id text, batch_id integer, buyer_id text,
+									parts integer[])
+	RETURNS integer
+	LANGUAGE plpgsql STABLE
+	AS $$
+DECLARE
+	basis text := coalesce(_key_part.buyer_id, _key_part.order_id);
+	home integer := inventory._home(_key_part.parts, basis);
+	former integer[];
+	found integer;
+BEGIN
+	IF _key_part.order_id IS NULL THEN
+		RAISE EXCEPTION 'order_id must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	former := ARRAY(SELECT DISTINCT h
+					  FROM (SELECT inventory._home(l.parts, basis) h
+							  FROM inventory.bucket_layout l
+							 WHERE l.sku = _key_part.sku
+							 ORDER BY l.generation DESC OFFSET 1) x
+					 WHERE h <> home);
+	IF pg_catalog.cardinality(former) > 0 THEN
+		found := (SELECT k FROM inventory._key_at(former, _key_part.order_id,
+												  _key_part.batch_id, _key_part.sku) k LIMIT 1);
+		IF found IS NOT NULL THEN
+			RETURN found;
+		END IF;
+	END IF;
+	RETURN home;
+END
+$$;
+COMMENT ON FUNCTION inventory._key_part(text, text, integer, text, integer[]) IS
+	'the partition of the bucket where a key of a split SKU is, or goes';
+
+-- The RUN ON value of a reservation: the SKU's hash, or the partition of
+-- its bucket for a split SKU.
+CREATE FUNCTION inventory._route(sku text, order_id text, batch_id integer, buyer_id text)
+	RETURNS integer
+	LANGUAGE plpgsql STABLE
+	AS $$
+DECLARE
+	parts integer[] := inventory._bucket_parts(_route.sku);
+BEGIN
+	IF parts IS NULL THEN
+		RETURN inventory.sku_hash(_route.sku);
+	END IF;
+	RETURN inventory._key_part(_route.sku, _route.order_id, _route.batch_id, _route.buyer_id, parts);
+END
+$$;
+COMMENT ON FUNCTION inventory._route(text, text, integer, text) IS
+	'the value a reservation is routed by: hashtext(sku), or the partition of its bucket';
+
+CREATE FUNCTION inventory._route_part(sku text, order_id text, batch_id integer, buyer_id text)
+	RETURNS integer
+	LANGUAGE plpgsql STABLE
+	AS $$
+DECLARE
+	parts integer[] := inventory._bucket_parts(_route_part.sku);
+BEGIN
+	IF parts IS NULL THEN
+		RETURN inventory.partition_of(_route_part.sku);
+	END IF;
+	RETURN inventory._key_part(_route_part.sku, _route_part.order_id, _route_part.batch_id,
+							   _route_part.buyer_id, parts);
+END
+$$;
+COMMENT ON FUNCTION inventory._route_part(text, text, integer, text) IS
+	'the partition a reservation goes to: its SKU''s, or its bucket''s';
+
+CREATE FUNCTION inventory._reserve_at(part integer, sku text, qty bigint, order_id text,
+									  batch_id integer, ttl interval, expected_version bigint,
+									  buyer_id text)
+	RETURNS inventory.result
+	LANGUAGE plproxy
+	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON part;
+	SELECT * FROM inventory.reserve(sku, qty, order_id, batch_id, ttl, expected_version, buyer_id);
+$$;
+COMMENT ON FUNCTION inventory._reserve_at(integer, text, bigint, text, integer, interval, bigint, text) IS
+	'reserve() on one partition';
+
+CREATE FUNCTION inventory._available_at(parts integer[], avail_sku text)
+	RETURNS TABLE (part integer, available bigint)
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	SPLIT parts;
+	RUN ON parts;
+	SELECT p AS part, inventory.available(avail_sku) AS available FROM pg_catalog.unnest(parts) p;
+$$;
+COMMENT ON FUNCTION inventory._available_at(integer[], text) IS
+	'available() of a SKU on each of the partitions';
+
+-- The giving side of a transfer, with the rules of the SKU there, which the
+-- receiving side takes over in the same transaction as the units.
+CREATE FUNCTION inventory._withdraw_at(part integer, w_sku text, w_qty bigint, w_key text,
+									   OUT ok boolean, OUT status text,
+									   OUT max_per_buyer bigint, OUT sale_starts timestamptz,
+									   OUT sale_ends timestamptz)
+	LANGUAGE plproxy
+	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON part;
+	SELECT w.ok, w.status, s.max_per_buyer, s.sale_starts, s.sale_ends
+	  FROM inventory.withdraw(w_sku, w_qty, w_key, 1) w
+	  LEFT JOIN inventory.sku s ON s.sku = w_sku;
+$$;
+COMMENT ON FUNCTION inventory._withdraw_at(integer, text, bigint, text) IS
+	'the giving side of a transfer: withdraw() by its key on one partition, with the SKU''s rules there';
+
+CREATE FUNCTION inventory._restock_at(part integer, r_sku text, r_qty bigint, r_key text,
+									  r_max bigint, r_starts timestamptz, r_ends timestamptz,
+									  OUT ok boolean, OUT status text)
+	LANGUAGE plproxy
+	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON part;
+	SELECT r.ok, r.status
+	  FROM inventory.restock(r_sku, r_qty, r_key, 2) r
+	  LEFT JOIN LATERAL (SELECT inventory.set_rules(r.sku, r_max, r_starts, r_ends)) x ON true;
+$$;
+COMMENT ON FUNCTION inventory._restock_at(integer, text, bigint, text, bigint, timestamptz, timestamptz) IS
+	'the receiving side of a transfer: restock() by its key on one partition, and the rules of the giving side, in one transaction';
+
+CREATE FUNCTION inventory._rules_of(r_sku text,
+									OUT max_per_buyer bigint, OUT sale_starts timestamptz,
+									OUT sale_ends timestamptz)
+	LANGUAGE plproxy
+	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON inventory.sku_hash(r_sku);
+	SELECT s.max_per_buyer, s.sale_starts, s.sale_ends FROM inventory.sku s WHERE s.sku = r_sku;
+$$;
+COMMENT ON FUNCTION inventory._rules_of(text) IS 'the rules of a SKU on its own partition';
+
+-- Moves qty available units of a SKU from one partition to another, as two
+-- keyed movements; returns the units moved (0 when the giving side has
+-- fewer available now).  A failure after the withdraw leaves them in
+-- transit, with a warning: rebalance() finishes the transfer.
+CREATE FUNCTION inventory._transfer(sku text, from_part integer, to_part integer, qty bigint)
+	RETURNS bigint
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	key text := pg_catalog.format('inventory:transfer:%s:%s:%s', from_part, to_part,
+								  pg_catalog.gen_random_uuid());
+	w record;
+BEGIN
+	SELECT * INTO w FROM inventory._withdraw_at(from_part, _transfer.sku, _transfer.qty, key);
+	IF NOT w.ok THEN
+		RETURN 0;
+	END IF;
+	BEGIN
+		PERFORM inventory._restock_at(to_part, _transfer.sku, _transfer.qty, key,
+									  w.max_per_buyer, w.sale_starts, w.sale_ends);
+	EXCEPTION WHEN OTHERS THEN
+		RAISE WARNING '% units of "%" are in transit from partition % to partition %',
+			_transfer.qty, _transfer.sku, from_part, to_part
+			USING DETAIL = pg_catalog.format('Withdrawn by key (%s, 1), not restocked: %s', key, SQLERRM),
+				  HINT = 'inventory.rebalance() of the SKU restocks them.';
+		RETURN 0;
+	END;
+	RETURN _transfer.qty;
+END
+$$;
+COMMENT ON FUNCTION inventory._transfer(text, integer, integer, bigint) IS
+	'move available units of a SKU between partitions by two keyed movements; the units moved';
+
+-- Moves need units of a split SKU into the bucket on partition home from
+-- its other buckets, in their fixed order (the buckets after it, then
+-- partitions of former layouts), skipping those that do not answer; none
+-- when they do not have that many together.
+-- Runs as the extension's owner: it only moves units between the buckets
+-- of a SKU, never out of it.
+CREATE FUNCTION inventory._top_up(sku text, home integer, need bigint)
+	RETURNS bigint
+	LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	cur integer[] := inventory._bucket_parts(_top_up.sku);
+	n integer;
+	i integer;
+	donors integer[];
+	avail bigint[];
+	d integer;
+	a bigint;
+	moved bigint := 0;
+BEGIN
+	IF cur IS NULL OR NOT (_top_up.home = ANY (cur)) THEN
+		RETURN 0;
+	END IF;
+	need := greatest(coalesce(need, 1), 1);
+	n := cardinality(cur);
+	i := array_position(cur, _top_up.home);
+	donors := ARRAY(SELECT cur[1 + (i - 1 + k) % n] FROM generate_series(1, n - 1) k)
+		|| ARRAY(SELECT p FROM unnest(inventory._sku_parts(_top_up.sku)) p
+				  WHERE NOT (p = ANY (cur)) ORDER BY p);
+	IF cardinality(donors) = 0 THEN
+		RETURN 0;
+	END IF;
+	-- what each has, in one parallel call; one by one if a node fails
+	BEGIN
+		avail := ARRAY(SELECT a.available FROM unnest(donors) WITH ORDINALITY d(p, o)
+						 LEFT JOIN inventory._available_at(donors, _top_up.sku) a ON a.part = d.p
+						ORDER BY d.o);
+	EXCEPTION WHEN OTHERS THEN
+		avail := NULL;
+	END;
+	-- nothing moves for a call that all the buckets together cannot serve
+	IF (SELECT sum(greatest(x, 0)) FROM unnest(avail) x) < need THEN
+		RETURN 0;
+	END IF;
+	FOR k IN 1 .. cardinality(donors) LOOP
+		EXIT WHEN moved >= need;
+		d := donors[k];
+		BEGIN
+			IF avail IS NULL THEN
+				a := (SELECT x.available FROM inventory._available_at(ARRAY[d], _top_up.sku) x);
+			ELSE
+				a := avail[k];
+			END IF;
+			IF a > 0 THEN
+				moved := moved + inventory._transfer(_top_up.sku, d, _top_up.home, least(a, need - moved));
+			END IF;
+		EXCEPTION WHEN OTHERS THEN
+			-- a bucket whose node does not answer: the next one
+			NULL;
+		END;
+	END LOOP;
+	RETURN moved;
+END
+$$;
+COMMENT ON FUNCTION inventory._top_up(text, integer, bigint) IS
+	'move units of a split SKU into one of its buckets from the others, in their fixed order; the units moved';
+
+-- Remembers for this session that a split SKU's buckets could not serve a
+-- call, for inventory_router.short_recheck (default 1 s; 0: never): until
+-- then a refusal of its own bucket is the answer, without asking the other
+-- buckets again.  Once a SKU is sold out, that makes its refusals one call
+-- each instead of one per bucket; units that come back in another bucket
+-- meanwhile (a cancel, an expiry) are sold at once to the orders of that
+-- bucket, and to this session's others after the recheck.  One SKU per
+-- session: the last one found short.
+CREATE FUNCTION inventory._reserve_short(sku text) RETURNS void
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	recheck float8 := pg_catalog.date_part('epoch',
+		coalesce(NULLIF(pg_catalog.current_setting('inventory_router.short_recheck', true), '')::interval,
+				 interval '1 second'));
+BEGIN
+	IF recheck > 0 THEN
+		PERFORM pg_catalog.set_config('inventory_router.short_sku', _reserve_short.sku, false),
+				pg_catalog.set_config('inventory_router.short_until',
+					(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) + recheck)::text, false);
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION inventory._reserve_short(text) IS
+	'remember for this session, for inventory_router.short_recheck, that no bucket of a split SKU could serve a call';
+
+-- A reserve of a split SKU: in the bucket of its key; when that bucket is
+-- short, units move into it and the reserve is made there again.
+CREATE FUNCTION inventory._reserve_split(sku text, qty bigint, order_id text, batch_id integer,
+										 ttl interval, expected_version bigint, buyer_id text,
+										 parts integer[])
+	RETURNS inventory.result
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	home integer;
+	part integer;
+	r inventory.result;
+BEGIN
+	IF _reserve_split.expected_version IS NOT NULL THEN
+		RAISE EXCEPTION 'expected_version cannot be checked on a split SKU'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = pg_catalog.format('"%s" is split into %s buckets, each with a version of its own.',
+											 _reserve_split.sku, pg_catalog.cardinality(parts)),
+				  HINT = 'Reserve without expected_version, or merge the SKU with inventory.merge().';
+	END IF;
+	part := inventory._key_part(_reserve_split.sku, _reserve_split.order_id, _reserve_split.batch_id,
+								_reserve_split.buyer_id, parts);
+	home := inventory._home(parts, coalesce(_reserve_split.buyer_id, _reserve_split.order_id));
+	r := inventory._reserve_at(part, _reserve_split.sku, _reserve_split.qty, _reserve_split.order_id,
+							   _reserve_split.batch_id, _reserve_split.ttl, NULL, _reserve_split.buyer_id);
+	IF part <> home OR r.status NOT IN ('insufficient', 'unknown_sku') THEN
+		RETURN r;
+	END IF;
+	-- Found short in every bucket by this session a moment ago: a sold-out
+	-- SKU costs one call per refusal, as unsplit (see _reserve_short).
+	IF r.status = 'insufficient'
+	   AND pg_catalog.current_setting('inventory_router.short_sku', true) = _reserve_split.sku
+	   AND pg_catalog.current_setting('inventory_router.short_until', true)::float8
+		   > pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) THEN
+		RETURN r;
+	END IF;
+	-- falling through: each round moves what is missing, until the bucket
+	-- serves the call or no other bucket has units to give
+	FOR attempt IN 1 .. pg_catalog.cardinality(parts) LOOP
+		IF inventory._top_up(_reserve_split.sku, home,
+							 _reserve_split.qty - greatest(coalesce(r.available, 0), 0)) = 0 THEN
+			PERFORM inventory._reserve_short(_reserve_split.sku);
+			EXIT;
+		END IF;
+		r := inventory._reserve_at(home, _reserve_split.sku, _reserve_split.qty, _reserve_split.order_id,
+								   _reserve_split.batch_id, _reserve_split.ttl, NULL, _reserve_split.buyer_id);
+		EXIT WHEN r.status NOT IN ('insufficient', 'unknown_sku');
+	END LOOP;
+	IF r.status = 'unknown_sku' THEN
+		-- a bucket that never received units: the SKU exists, sold out
+		r := ROW(false, 'insufficient', _reserve_split.sku, _reserve_split.qty, NULL, 0, NULL, NULL);
+	END IF;
+	RETURN r;
+END
+$$;
+COMMENT ON FUNCTION inventory._reserve_split(text, bigint, text, integer, interval, bigint, text, integer[]) IS
+	'reserve() of a split SKU in the bucket of its key, falling through the other buckets when it is short';
+
+------------------------------------------------------------------------------
+-- Split, merge, rebalance: administration, under live traffic, rerunnable
+------------------------------------------------------------------------------
+
+CREATE FUNCTION inventory._transfer_rows()
+	RETURNS TABLE (order_id text, batch_id integer, sku text, qty bigint)
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON ALL;
+	SELECT l.order_id, l.batch_id, l.sku, l.qty FROM inventory.ledger l
+	 WHERE l.order_id >= 'inventory:transfer:' AND l.order_id < 'inventory:transfer;';
+$$;
+COMMENT ON FUNCTION inventory._transfer_rows() IS
+	'the movements of transfers on every partition';
+
+CREATE FUNCTION inventory._transfer_rows_at(part integer)
+	RETURNS TABLE (order_id text, batch_id integer, sku text, qty bigint)
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON part;
+	SELECT l.order_id, l.batch_id, l.sku, l.qty FROM inventory.ledger l
+	 WHERE l.order_id >= 'inventory:transfer:' AND l.order_id < 'inventory:transfer;';
+$$;
+COMMENT ON FUNCTION inventory._transfer_rows_at(integer) IS
+	'the movements of transfers on one partition';
+
+-- Restocks, by their keys, the units of a SKU's transfers that were
+-- withdrawn and never restocked; the units restocked.
+CREATE FUNCTION inventory._finish_transfers(sku text) RETURNS bigint
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	t record;
+	rules record;
+	done bigint := 0;
+BEGIN
+	FOR t IN WITH x AS MATERIALIZED (SELECT * FROM inventory._transfer_rows() r
+									  WHERE r.sku = _finish_transfers.sku)
+			 SELECT w.order_id, w.qty, pg_catalog.split_part(w.order_id, ':', 4)::integer AS target
+			   FROM x w
+			  WHERE w.batch_id = 1
+				AND NOT EXISTS (SELECT FROM x r WHERE r.order_id = w.order_id AND r.batch_id = 2)
+	LOOP
+		IF rules IS NULL THEN
+			SELECT * INTO rules FROM inventory._rules_of(_finish_transfers.sku);
+		END IF;
+		PERFORM inventory._restock_at(t.target, _finish_transfers.sku, t.qty, t.order_id,
+									  rules.max_per_buyer, rules.sale_starts, rules.sale_ends);
+		done := done + t.qty;
+	END LOOP;
+	RETURN done;
+END
+$$;
+COMMENT ON FUNCTION inventory._finish_transfers(text) IS
+	'restock by their keys the units of a SKU in transit; the units restocked';
+
+CREATE FUNCTION inventory._misrouted_at(parts integer[], m_sku text, layout integer[])
+	RETURNS SETOF integer
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	SPLIT parts;
+	RUN ON parts;
+	SELECT p FROM pg_catalog.unnest(parts) p
+	 WHERE EXISTS (SELECT FROM inventory.ledger l
+					WHERE l.sku = m_sku AND l.kind = 'reserve'
+					  AND (layout)[1 + (pg_catalog.hashtext(coalesce(l.buyer_id, l.order_id)) & 2147483647)
+								   % pg_catalog.cardinality(layout)] <> p);
+$$;
+COMMENT ON FUNCTION inventory._misrouted_at(integer[], text, integer[]) IS
+	'those of the partitions that hold a reservation of the SKU that the layout would look for elsewhere';
+
+-- Forgets the former layouts of a SKU when no key needs them: no router
+-- transaction began while one was current (its snapshot could still show
+-- it), no reservation of the SKU lies outside the bucket that the
+-- current layout gives its key, and no units are left outside the current
+-- buckets.  A SKU merged back to one bucket with no
+-- former layout left is not split any more.  Runs as the extension's
+-- owner, to see every session's snapshot.
+CREATE FUNCTION inventory._forget_layouts(sku text) RETURNS void
+	LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	cur inventory.bucket_layout;
+	outside integer[];
+BEGIN
+	SELECT * INTO cur FROM inventory.bucket_layout l
+	 WHERE l.sku = _forget_layouts.sku ORDER BY l.generation DESC LIMIT 1;
+	IF NOT FOUND THEN
+		RETURN;
+	END IF;
+	outside := ARRAY(SELECT p FROM unnest(inventory._sku_parts(_forget_layouts.sku)) p
+					  WHERE NOT (p = ANY (cur.parts)));
+	IF EXISTS (SELECT FROM inventory.bucket_layout l
+				WHERE l.sku = _forget_layouts.sku AND l.generation < cur.generation) THEN
+		-- the current layout was made by an earlier transaction, and every
+		-- snapshot taken since shows it
+		IF cur.created_at >= transaction_timestamp()
+		   OR EXISTS (SELECT FROM pg_stat_activity a, inventory.bucket_layout l
+					   WHERE l.sku = _forget_layouts.sku AND l.generation = cur.generation
+						 AND a.datname = current_database() AND a.pid <> pg_backend_pid()
+						 AND a.backend_xmin IS NOT NULL
+						 AND age(a.backend_xmin) >= age(l.xmin))
+		   OR EXISTS (SELECT FROM inventory._misrouted_at(inventory._sku_parts(_forget_layouts.sku),
+														  _forget_layouts.sku, cur.parts))
+		   OR (cardinality(outside) > 0
+			   AND EXISTS (SELECT FROM inventory._available_at(outside, _forget_layouts.sku) a
+							WHERE a.available > 0)) THEN
+			RETURN;
+		END IF;
+		DELETE FROM inventory.bucket_layout l
+		 WHERE l.sku = _forget_layouts.sku AND l.generation < cur.generation;
+	END IF;
+	IF cardinality(cur.parts) = 1 THEN
+		DELETE FROM inventory.bucket_layout l WHERE l.sku = _forget_layouts.sku;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION inventory._forget_layouts(text) IS
+	'drop the former layouts of a SKU that no key needs any more';
+
+-- Evens out the available units of a SKU over its current buckets: units
+-- on partitions outside them (a former layout) move in; a bucket above its
+-- share gives to those below, by keyed transfers.  Under live traffic the
+-- shares are of what each bucket had when asked; a giving side that has
+-- fewer by then gives nothing, and a rerun evens out again.
+CREATE FUNCTION inventory._even_out(sku text) RETURNS bigint
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	cur integer[] := coalesce(inventory._bucket_parts(_even_out.sku),
+							  ARRAY[inventory.partition_of(_even_out.sku)]);
+	every integer[];
+	n integer := pg_catalog.cardinality(cur);
+	total bigint;
+	src record;
+	dst record;
+	give bigint;
+	moved bigint := 0;
+BEGIN
+	every := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(cur || inventory._sku_parts(_even_out.sku)) p ORDER BY 1);
+	CREATE TEMP TABLE IF NOT EXISTS inventory_even_out (part integer, bucket integer, have bigint, share bigint)
+		ON COMMIT DROP;
+	TRUNCATE inventory_even_out;
+	INSERT INTO inventory_even_out
+	SELECT a.part, pg_catalog.array_position(cur, a.part) - 1, greatest(coalesce(a.available, 0), 0), 0
+	  FROM inventory._available_at(every, _even_out.sku) a;
+	total := (SELECT pg_catalog.sum(have) FROM inventory_even_out);
+	UPDATE inventory_even_out
+	   SET share = total / n + CASE WHEN bucket < total % n THEN 1 ELSE 0 END
+	 WHERE bucket IS NOT NULL;
+	FOR dst IN SELECT * FROM inventory_even_out WHERE have < share ORDER BY bucket LOOP
+		FOR src IN SELECT * FROM inventory_even_out WHERE have > share
+					ORDER BY bucket IS NOT NULL, bucket, part LOOP
+			give := least(src.have - src.share, dst.share - dst.have);
+			EXIT WHEN give <= 0;
+			give := inventory._transfer(_even_out.sku, src.part, dst.part, give);
+			UPDATE inventory_even_out SET have = have - give WHERE part = src.part;
+			dst.have := dst.have + give;
+			moved := moved + give;
+			EXIT WHEN dst.have >= dst.share;
+		END LOOP;
+	END LOOP;
+	RETURN moved;
+END
+$$;
+COMMENT ON FUNCTION inventory._even_out(text) IS
+	'even out the available units of a SKU over its current buckets; the units moved';
+
+CREATE FUNCTION inventory._bucket_report(sku text)
+	RETURNS TABLE (bucket integer, part integer, available bigint)
+	LANGUAGE sql
+	AS $$
+	SELECT pg_catalog.array_position(c.parts, a.part) - 1, a.part, a.available
+	  FROM (SELECT coalesce(inventory._bucket_parts($1), ARRAY[inventory.partition_of($1)]) AS parts) c,
+		   inventory._available_at(
+				ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(c.parts || inventory._sku_parts($1)) p),
+				$1) a
+	 ORDER BY 1 NULLS LAST, 2
+$$;
+COMMENT ON FUNCTION inventory._bucket_report(text) IS
+	'each bucket of a SKU (NULL: a partition of a former layout) and its available units';
+
+CREATE FUNCTION inventory.split(sku text, buckets integer)
+	RETURNS TABLE (bucket integer, part integer, available bigint)
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	np integer := inventory.partitions();
+	home integer;
+	want integer[];
+	cur integer[];
+BEGIN
+	IF split.sku IS NULL OR split.buckets IS NULL THEN
+		RAISE EXCEPTION '% must not be null', CASE WHEN split.sku IS NULL THEN 'sku' ELSE 'buckets' END
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF split.buckets < 1 OR split.buckets > np THEN
+		RAISE EXCEPTION 'buckets must be between 1 and %', np
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = pg_catalog.format('Each bucket is on a partition of its own, and inventory_cluster has %s partitions; %s buckets were asked for.', np, split.buckets);
+	END IF;
+	-- one split, merge or rebalance of a SKU at a time
+	PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('inventory.split'),
+											 pg_catalog.hashtext(split.sku));
+	IF inventory._available(split.sku) IS NULL THEN
+		RAISE EXCEPTION 'sku "%" does not exist', split.sku
+			USING ERRCODE = 'undefined_object',
+				  HINT = 'Create it with inventory.restock().';
+	END IF;
+	PERFORM inventory._finish_transfers(split.sku);
+	home := inventory.partition_of(split.sku);
+	want := ARRAY(SELECT (home + k) % np FROM pg_catalog.generate_series(0, split.buckets - 1) k);
+	cur := coalesce(inventory._bucket_parts(split.sku), ARRAY[home]);
+	IF cur IS DISTINCT FROM want THEN
+		IF NOT EXISTS (SELECT FROM inventory.bucket_layout l WHERE l.sku = split.sku) THEN
+			-- the layout of the SKU unsplit, for the keys made under it
+			INSERT INTO inventory.bucket_layout (sku, generation, parts) VALUES (split.sku, 1, cur);
+		END IF;
+		INSERT INTO inventory.bucket_layout (sku, generation, parts)
+		SELECT split.sku, pg_catalog.max(l.generation) + 1, want
+		  FROM inventory.bucket_layout l WHERE l.sku = split.sku;
+	END IF;
+	PERFORM inventory._even_out(split.sku);
+	PERFORM inventory._forget_layouts(split.sku);
+	RETURN QUERY SELECT * FROM inventory._bucket_report(split.sku);
+END
+$$;
+COMMENT ON FUNCTION inventory.split(text, integer) IS
+	'spread the available units of sku over buckets on as many partitions, under live traffic; rerun to finish or even out; returns each bucket';
+
+CREATE FUNCTION inventory.merge(sku text)
+	RETURNS TABLE (bucket integer, part integer, available bigint)
+	LANGUAGE sql
+	AS $$ SELECT * FROM inventory.split($1, 1) $$;
+COMMENT ON FUNCTION inventory.merge(text) IS
+	'gather the available units of a split SKU back on its own partition, under live traffic; rerun to finish; returns each bucket';
+
+CREATE FUNCTION inventory.rebalance(sku text)
+	RETURNS TABLE (bucket integer, part integer, available bigint)
+	LANGUAGE plpgsql
+	AS $$
+BEGIN
+	IF rebalance.sku IS NULL THEN
+		RAISE EXCEPTION 'sku must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('inventory.split'),
+											 pg_catalog.hashtext(rebalance.sku));
+	PERFORM inventory._finish_transfers(rebalance.sku);
+	PERFORM inventory._even_out(rebalance.sku);
+	PERFORM inventory._forget_layouts(rebalance.sku);
+	RETURN QUERY SELECT * FROM inventory._bucket_report(rebalance.sku);
+END
+$$;
+COMMENT ON FUNCTION inventory.rebalance(text) IS
+	'finish the transfers of sku in transit and even out its available units over its buckets, under live traffic; returns each bucket';
+
+CREATE VIEW inventory.buckets AS
+SELECT l.sku, pg_catalog.cardinality(l.parts) AS buckets, l.parts, l.created_at AS since,
+	   (SELECT pg_catalog.count(*) FROM inventory.bucket_layout f
+		 WHERE f.sku = l.sku AND f.generation < l.generation)::integer AS former_layouts
+  FROM inventory.bucket_layout l
+ WHERE l.generation = (SELECT pg_catalog.max(m.generation) FROM inventory.bucket_layout m
+						WHERE m.sku = l.sku);
+COMMENT ON VIEW inventory.buckets IS
+	'the split SKUs: their buckets'' partitions (bucket k on parts[k + 1]) and former layouts still kept for retried reserves';
+COMMENT ON COLUMN inventory.buckets.sku IS 'a split SKU';
+COMMENT ON COLUMN inventory.buckets.buckets IS 'the number of buckets';
+COMMENT ON COLUMN inventory.buckets.parts IS 'the partition of each bucket: bucket k is on parts[k + 1]';
+COMMENT ON COLUMN inventory.buckets.since IS 'when this layout was made';
+COMMENT ON COLUMN inventory.buckets.former_layouts IS
+	'layouts kept for keys made under them: a reserve whose bucket changed looks there first';
+
+------------------------------------------------------------------------------
 -- Routed by SKU: one call to one node, the node's function of the same
 -- name, with the same arguments.  Plain PL/Proxy functions, no wrapper.
 ------------------------------------------------------------------------------
+
+-- the node's reserve on the SKU's partition: the route of an unsplit SKU
+CREATE FUNCTION inventory._reserve(sku text, qty bigint, order_id text, batch_id integer,
+								   ttl interval, expected_version bigint, buyer_id text)
+	RETURNS inventory.result
+	LANGUAGE plproxy
+	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON inventory.sku_hash(sku);
+	SELECT * FROM inventory.reserve(sku, qty, order_id, batch_id, ttl, expected_version, buyer_id);
+$$;
+COMMENT ON FUNCTION inventory._reserve(text, bigint, text, integer, interval, bigint, text) IS
+	'reserve() on the node of sku';
 
 CREATE FUNCTION inventory.reserve(sku text, qty bigint, order_id text,
 								  batch_id integer DEFAULT 1,
@@ -159,14 +868,21 @@ CREATE FUNCTION inventory.reserve(sku text, qty bigint, order_id text,
 								  expected_version bigint DEFAULT NULL,
 								  buyer_id text DEFAULT NULL)
 	RETURNS inventory.result
-	LANGUAGE plproxy
-	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+	LANGUAGE plpgsql
 	AS $$
-	CLUSTER 'inventory_cluster';
-	RUN ON inventory.sku_hash(sku);
+DECLARE
+	parts integer[] := inventory._bucket_parts(reserve.sku);
+BEGIN
+	IF parts IS NULL THEN
+		RETURN inventory._reserve(reserve.sku, reserve.qty, reserve.order_id, reserve.batch_id,
+								  reserve.ttl, reserve.expected_version, reserve.buyer_id);
+	END IF;
+	RETURN inventory._reserve_split(reserve.sku, reserve.qty, reserve.order_id, reserve.batch_id,
+									reserve.ttl, reserve.expected_version, reserve.buyer_id, parts);
+END
 $$;
 COMMENT ON FUNCTION inventory.reserve(text, bigint, text, integer, interval, bigint, text) IS
-	'hold qty units of sku for (order_id, batch_id) until confirm, cancel or expiry, on the SKU''s node';
+	'hold qty units of sku for (order_id, batch_id) until confirm, cancel or expiry, on the SKU''s node (a split SKU: in the bucket of the order, or of the buyer)';
 
 CREATE FUNCTION inventory.restock(sku text, qty bigint, order_id text,
 								  batch_id integer DEFAULT 1)
@@ -179,17 +895,39 @@ $$;
 COMMENT ON FUNCTION inventory.restock(text, bigint, text, integer) IS
 	'add qty units to sku on its node, creating the SKU on first use';
 
-CREATE FUNCTION inventory.adjust(sku text, on_hand bigint, order_id text,
-								 batch_id integer DEFAULT 1,
-								 expected_version bigint DEFAULT NULL)
+CREATE FUNCTION inventory._adjust(sku text, on_hand bigint, order_id text,
+								  batch_id integer, expected_version bigint)
 	RETURNS inventory.result
 	LANGUAGE plproxy
 	AS $$
 	CLUSTER 'inventory_cluster';
 	RUN ON inventory.sku_hash(sku);
+	SELECT * FROM inventory.adjust(sku, on_hand, order_id, batch_id, expected_version);
+$$;
+COMMENT ON FUNCTION inventory._adjust(text, bigint, text, integer, bigint) IS
+	'adjust() on the node of sku';
+
+-- A count of a split SKU is a count of all its buckets, which no one node
+-- can set: merge first.
+CREATE FUNCTION inventory.adjust(sku text, on_hand bigint, order_id text,
+								 batch_id integer DEFAULT 1,
+								 expected_version bigint DEFAULT NULL)
+	RETURNS inventory.result
+	LANGUAGE plpgsql
+	AS $$
+BEGIN
+	IF inventory._bucket_parts(adjust.sku) IS NOT NULL THEN
+		RAISE EXCEPTION 'sku "%" is split into buckets', adjust.sku
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = 'A stocktake sets the on_hand of the whole SKU, which its buckets hold in parts.',
+				  HINT = 'Merge it first with inventory.merge(), or restock and withdraw the difference.';
+	END IF;
+	RETURN inventory._adjust(adjust.sku, adjust.on_hand, adjust.order_id, adjust.batch_id,
+							 adjust.expected_version);
+END
 $$;
 COMMENT ON FUNCTION inventory.adjust(text, bigint, text, integer, bigint) IS
-	'stocktake: set the on_hand of sku to a counted value, on its node';
+	'stocktake: set the on_hand of sku to a counted value, on its node (not for a split SKU)';
 
 CREATE FUNCTION inventory.withdraw(sku text, qty bigint, order_id text,
 								   batch_id integer DEFAULT 1)
@@ -202,17 +940,51 @@ $$;
 COMMENT ON FUNCTION inventory.withdraw(text, bigint, text, integer) IS
 	'take qty available units of sku out of on_hand for good, on its node; insufficient when fewer are available';
 
-CREATE FUNCTION inventory.available(sku text) RETURNS bigint
+CREATE FUNCTION inventory._available(sku text) RETURNS bigint
 	LANGUAGE plproxy
 	AS $$
 	CLUSTER 'inventory_cluster';
 	RUN ON inventory.sku_hash(sku);
+	SELECT inventory.available(sku);
+$$;
+COMMENT ON FUNCTION inventory._available(text) IS 'available() on the node of sku';
+
+CREATE FUNCTION inventory.available(sku text) RETURNS bigint
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	parts integer[] := inventory._bucket_parts(available.sku);
+BEGIN
+	IF parts IS NULL THEN
+		RETURN inventory._available(available.sku);
+	END IF;
+	RETURN (SELECT pg_catalog.sum(a.available)::bigint
+			  FROM inventory._available_at(inventory._sku_parts(available.sku), available.sku) a);
+END
 $$;
 COMMENT ON FUNCTION inventory.available(text) IS
-	'units of sku available now, from its node''s shared memory';
+	'units of sku available now, from its node''s shared memory (a split SKU: summed over its buckets)';
 
 -- The node's set_rules returns void, which PL/Proxy cannot receive: ask
--- for a constant after the call.
+-- for a constant after the call.  On the partitions given, those that
+-- hold the SKU: every bucket of a split SKU.
+CREATE FUNCTION inventory._set_rules_at(parts integer[], rule_sku text, max_per_buyer bigint,
+										sale_starts timestamptz, sale_ends timestamptz)
+	RETURNS SETOF integer
+	LANGUAGE plproxy
+	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+	AS $$
+	CLUSTER 'inventory_cluster';
+	SPLIT parts;
+	RUN ON parts;
+	SELECT 1 AS done
+	  FROM inventory.sku s
+	 CROSS JOIN LATERAL inventory.set_rules(s.sku, max_per_buyer, sale_starts, sale_ends) r
+	 WHERE s.sku = rule_sku;
+$$;
+COMMENT ON FUNCTION inventory._set_rules_at(integer[], text, bigint, timestamptz, timestamptz) IS
+	'set_rules() on those of the partitions that hold the SKU';
+
 CREATE FUNCTION inventory._set_rules(sku text, max_per_buyer bigint,
 									 sale_starts timestamptz, sale_ends timestamptz)
 	RETURNS integer
@@ -230,10 +1002,22 @@ CREATE FUNCTION inventory.set_rules(sku text, max_per_buyer bigint DEFAULT NULL,
 									sale_starts timestamptz DEFAULT NULL,
 									sale_ends timestamptz DEFAULT NULL)
 	RETURNS void
-	LANGUAGE sql
-	AS $$ SELECT FROM inventory._set_rules($1, $2, $3, $4) $$;
+	LANGUAGE plpgsql
+	AS $$
+BEGIN
+	-- the SKU's own partition first: its errors (unknown SKU, bad rules) are the node's
+	PERFORM inventory._set_rules(set_rules.sku, set_rules.max_per_buyer,
+								 set_rules.sale_starts, set_rules.sale_ends);
+	IF inventory._bucket_parts(set_rules.sku) IS NOT NULL THEN
+		PERFORM pg_catalog.count(*)
+		   FROM inventory._set_rules_at(inventory._sku_parts(set_rules.sku), set_rules.sku,
+										set_rules.max_per_buyer, set_rules.sale_starts,
+										set_rules.sale_ends);
+	END IF;
+END
+$$;
 COMMENT ON FUNCTION inventory.set_rules(text, bigint, timestamptz, timestamptz) IS
-	'set the rules of sku on its node (NULL: no such rule), replacing those it had';
+	'set the rules of sku on its node, and on every bucket of a split SKU (NULL: no such rule), replacing those it had';
 
 ------------------------------------------------------------------------------
 -- confirm, cancel, extend: the node's arguments and a last sku.  With the
@@ -296,13 +1080,35 @@ CREATE FUNCTION inventory._confirm_all(order_id text, batch_id integer)
 $$;
 COMMENT ON FUNCTION inventory._confirm_all(text, integer) IS 'confirm() on every node';
 
+-- confirm() on those of the partitions that hold the key for the SKU: the
+-- bucket of a split SKU that has the reservation
+CREATE FUNCTION inventory._confirm_keyed(parts integer[], key_order text, key_batch integer,
+									key_sku text)
+	RETURNS SETOF inventory.result
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	SPLIT parts;
+	RUN ON parts;
+	SELECT r.* FROM inventory.ledger l
+	 CROSS JOIN LATERAL inventory.confirm(l.order_id, l.batch_id) r
+	 WHERE l.order_id = key_order AND l.batch_id = key_batch AND l.sku = key_sku;
+$$;
+COMMENT ON FUNCTION inventory._confirm_keyed(integer[], text, integer, text) IS
+	'confirm() of a key of a SKU on those of the partitions that hold it';
+
 CREATE FUNCTION inventory.confirm(order_id text, batch_id integer DEFAULT 1,
 								  sku text DEFAULT NULL)
 	RETURNS inventory.result
 	LANGUAGE plpgsql
 	AS $$
 BEGIN
-	IF confirm.sku IS NOT NULL THEN
+	IF confirm.sku IS NOT NULL AND inventory._bucket_parts(confirm.sku) IS NOT NULL THEN
+		RETURN inventory._answer_of_one(
+			ARRAY(SELECT a FROM inventory._confirm_keyed(inventory._sku_parts(confirm.sku),
+					confirm.order_id, confirm.batch_id, confirm.sku) a),
+			'confirm', confirm.order_id, confirm.batch_id);
+	ELSIF confirm.sku IS NOT NULL THEN
 		RETURN inventory._confirm_on(confirm.order_id, confirm.batch_id, confirm.sku);
 	END IF;
 	RETURN inventory._answer_of_one(
@@ -333,13 +1139,35 @@ CREATE FUNCTION inventory._cancel_all(order_id text, batch_id integer)
 $$;
 COMMENT ON FUNCTION inventory._cancel_all(text, integer) IS 'cancel() on every node';
 
+-- cancel() on those of the partitions that hold the key for the SKU: the
+-- bucket of a split SKU that has the reservation
+CREATE FUNCTION inventory._cancel_keyed(parts integer[], key_order text, key_batch integer,
+									key_sku text)
+	RETURNS SETOF inventory.result
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	SPLIT parts;
+	RUN ON parts;
+	SELECT r.* FROM inventory.ledger l
+	 CROSS JOIN LATERAL inventory.cancel(l.order_id, l.batch_id) r
+	 WHERE l.order_id = key_order AND l.batch_id = key_batch AND l.sku = key_sku;
+$$;
+COMMENT ON FUNCTION inventory._cancel_keyed(integer[], text, integer, text) IS
+	'cancel() of a key of a SKU on those of the partitions that hold it';
+
 CREATE FUNCTION inventory.cancel(order_id text, batch_id integer DEFAULT 1,
 								 sku text DEFAULT NULL)
 	RETURNS inventory.result
 	LANGUAGE plpgsql
 	AS $$
 BEGIN
-	IF cancel.sku IS NOT NULL THEN
+	IF cancel.sku IS NOT NULL AND inventory._bucket_parts(cancel.sku) IS NOT NULL THEN
+		RETURN inventory._answer_of_one(
+			ARRAY(SELECT a FROM inventory._cancel_keyed(inventory._sku_parts(cancel.sku),
+					cancel.order_id, cancel.batch_id, cancel.sku) a),
+			'cancel', cancel.order_id, cancel.batch_id);
+	ELSIF cancel.sku IS NOT NULL THEN
 		RETURN inventory._cancel_on(cancel.order_id, cancel.batch_id, cancel.sku);
 	END IF;
 	RETURN inventory._answer_of_one(
@@ -372,13 +1200,36 @@ CREATE FUNCTION inventory._extend_all(order_id text, batch_id integer, ttl inter
 $$;
 COMMENT ON FUNCTION inventory._extend_all(text, integer, interval) IS 'extend() on every node';
 
+-- extend() on those of the partitions that hold the key for the SKU: the
+-- bucket of a split SKU that has the reservation
+CREATE FUNCTION inventory._extend_keyed(parts integer[], key_order text, key_batch integer, ttl interval,
+									key_sku text)
+	RETURNS SETOF inventory.result
+	LANGUAGE plproxy
+	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+	AS $$
+	CLUSTER 'inventory_cluster';
+	SPLIT parts;
+	RUN ON parts;
+	SELECT r.* FROM inventory.ledger l
+	 CROSS JOIN LATERAL inventory.extend(l.order_id, l.batch_id, ttl) r
+	 WHERE l.order_id = key_order AND l.batch_id = key_batch AND l.sku = key_sku;
+$$;
+COMMENT ON FUNCTION inventory._extend_keyed(integer[], text, integer, interval, text) IS
+	'extend() of a key of a SKU on those of the partitions that hold it';
+
 CREATE FUNCTION inventory.extend(order_id text, batch_id integer, ttl interval,
 								 sku text DEFAULT NULL)
 	RETURNS inventory.result
 	LANGUAGE plpgsql
 	AS $$
 BEGIN
-	IF extend.sku IS NOT NULL THEN
+	IF extend.sku IS NOT NULL AND inventory._bucket_parts(extend.sku) IS NOT NULL THEN
+		RETURN inventory._answer_of_one(
+			ARRAY(SELECT a FROM inventory._extend_keyed(inventory._sku_parts(extend.sku),
+					extend.order_id, extend.batch_id, extend.ttl, extend.sku) a),
+			'extend', extend.order_id, extend.batch_id);
+	ELSIF extend.sku IS NOT NULL THEN
 		RETURN inventory._extend_on(extend.order_id, extend.batch_id, extend.ttl, extend.sku);
 	END IF;
 	RETURN inventory._answer_of_one(
@@ -467,8 +1318,11 @@ COMMENT ON FUNCTION inventory.cancel_order(text) IS
 
 -- ord is each element's place in the caller's arrays: the nodes' rows come
 -- partition after partition, and are put back in the caller's order.
-CREATE FUNCTION inventory._reserve_many(ords integer[], skus text[], qtys bigint[],
-										order_ids text[], ttl interval, buyer_ids text[])
+-- routes are the elements' hashes: hashtext(sku), or for a split SKU the
+-- partition of the element's bucket.
+CREATE FUNCTION inventory._reserve_many(routes integer[], ords integer[], skus text[],
+										qtys bigint[], order_ids text[], ttl interval,
+										buyer_ids text[])
 	RETURNS TABLE (ord integer, ok boolean, status text, sku text, qty bigint,
 				   state inventory.state, available bigint, version bigint,
 				   expires_at timestamptz)
@@ -476,13 +1330,13 @@ CREATE FUNCTION inventory._reserve_many(ords integer[], skus text[], qtys bigint
 	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
 	AS $$
 	CLUSTER 'inventory_cluster';
-	SPLIT ords, skus, qtys, order_ids, buyer_ids;
-	RUN ON inventory.sku_hash(skus);
+	SPLIT routes, ords, skus, qtys, order_ids, buyer_ids;
+	RUN ON routes;
 	SELECT x.o AS ord, r.ok, r.status, r.sku, r.qty, r.state, r.available, r.version, r.expires_at
 	  FROM inventory.reserve_many(skus, qtys, order_ids, ttl, buyer_ids) WITH ORDINALITY r
 	  JOIN pg_catalog.unnest(ords) WITH ORDINALITY x(o, n) ON x.n OPERATOR(pg_catalog.=) r.ordinality;
 $$;
-COMMENT ON FUNCTION inventory._reserve_many(integer[], text[], bigint[], text[], interval, text[]) IS
+COMMENT ON FUNCTION inventory._reserve_many(integer[], integer[], text[], bigint[], text[], interval, text[]) IS
 	'reserve_many() of each node''s elements, each row with its place in the caller''s arrays';
 
 -- The arrays are checked here, as the node would, because the split would
@@ -574,6 +1428,9 @@ CREATE FUNCTION inventory.reserve_many(skus text[], qtys bigint[], order_ids tex
 	AS $$
 DECLARE
 	n integer;
+	buyers text[];
+	routes integer[];
+	r record;
 BEGIN
 	IF skus IS NULL OR qtys IS NULL OR order_ids IS NULL THEN
 		RAISE EXCEPTION '% must not be null',
@@ -593,17 +1450,26 @@ BEGIN
 		RETURN;
 	END IF;
 	PERFORM inventory._check_elements(skus, qtys, order_ids, buyer_ids);
-	RETURN QUERY
-		SELECT m.ok, m.status, m.sku, m.qty, m.state, m.available, m.version, m.expires_at
-		  FROM inventory._reserve_many(
+	buyers := coalesce(buyer_ids, pg_catalog.array_fill(NULL::text, ARRAY[n]));
+	routes := ARRAY(SELECT inventory._route(skus[i], order_ids[i], 1, buyers[i])
+					  FROM pg_catalog.generate_series(1, n) i);
+	FOR r IN SELECT * FROM inventory._reserve_many(routes,
 				ARRAY(SELECT pg_catalog.generate_series(1, n)),
-				skus, qtys, order_ids, ttl,
-				coalesce(buyer_ids, pg_catalog.array_fill(NULL::text, ARRAY[n]))) m
-		 ORDER BY m.ord;
+				skus, qtys, order_ids, ttl, buyers) m ORDER BY m.ord LOOP
+		-- an element of a split SKU that its bucket could not serve falls
+		-- through the other buckets, as a reserve() would
+		IF r.status IN ('insufficient', 'unknown_sku') AND inventory._bucket_parts(r.sku) IS NOT NULL THEN
+			RETURN NEXT inventory.reserve(skus[r.ord], qtys[r.ord], order_ids[r.ord], 1, ttl,
+										  NULL, buyers[r.ord]);
+		ELSE
+			RETURN NEXT ROW(r.ok, r.status, r.sku, r.qty, r.state, r.available, r.version,
+							r.expires_at)::inventory.result;
+		END IF;
+	END LOOP;
 END
 $$;
 COMMENT ON FUNCTION inventory.reserve_many(text[], bigint[], text[], interval, text[]) IS
-	'independent reservations in one call: element i holds qtys[i] units of skus[i] for (order_ids[i], 1); each node reserves its elements in one transaction; one result row each, in the order of the arrays';
+	'independent reservations in one call: element i holds qtys[i] units of skus[i] for (order_ids[i], 1); each node reserves its elements in one transaction (an element of a split SKU its bucket cannot serve falls through alone); one result row each, in the order of the arrays';
 
 ------------------------------------------------------------------------------
 -- Carts
@@ -631,19 +1497,33 @@ $$;
 COMMENT ON FUNCTION inventory._reserve_cart_on(integer, text, text[], bigint[], interval, text, integer[]) IS
 	'reserve_cart() on one partition';
 
-CREATE FUNCTION inventory._reserve_cart_one(sku text, order_id text, skus text[],
-											qtys bigint[], ttl interval, buyer_id text,
-											batch_ids integer[])
-	RETURNS SETOF inventory.result
-	LANGUAGE plproxy
-	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+-- Moves units into a partition's buckets for the lines of a refused cart
+-- part that a split SKU's bucket could not serve; whether any moved.
+CREATE FUNCTION inventory._cart_top_up(part integer, skus text[], qtys bigint[],
+									   answers inventory.result[])
+	RETURNS boolean
+	LANGUAGE plpgsql
 	AS $$
-	CLUSTER 'inventory_cluster';
-	RUN ON inventory.sku_hash(sku);
-	SELECT * FROM inventory.reserve_cart(order_id, skus, qtys, ttl, buyer_id, batch_ids);
+DECLARE
+	l record;
+	moved bigint := 0;
+BEGIN
+	FOR l IN SELECT x.sku, pg_catalog.sum(x.qty)::bigint AS demand,
+					pg_catalog.min(coalesce(a.available, 0)) AS available
+			   FROM ROWS FROM (pg_catalog.unnest(skus), pg_catalog.unnest(qtys)) WITH ORDINALITY x(sku, qty, i)
+			   JOIN pg_catalog.unnest(answers) WITH ORDINALITY a ON a.ordinality = x.i
+			  GROUP BY x.sku
+			 HAVING pg_catalog.bool_or(a.status IN ('insufficient', 'unknown_sku'))
+	LOOP
+		IF inventory._bucket_parts(l.sku) IS NOT NULL THEN
+			moved := moved + inventory._top_up(l.sku, part, l.demand - l.available);
+		END IF;
+	END LOOP;
+	RETURN moved > 0;
+END
 $$;
-COMMENT ON FUNCTION inventory._reserve_cart_one(text, text, text[], bigint[], interval, text, integer[]) IS
-	'reserve_cart() on the node of sku, which owns every line';
+COMMENT ON FUNCTION inventory._cart_top_up(integer, text[], bigint[], inventory.result[]) IS
+	'move units of the split SKUs that refused a cart part into its partition''s buckets; whether any moved';
 
 CREATE FUNCTION inventory._cancel_at(part integer, order_id text, batch_id integer)
 	RETURNS inventory.result
@@ -694,6 +1574,7 @@ DECLARE
 	k integer;
 	r inventory.result;
 	res inventory.result[];
+	got inventory.result[];
 	made integer[] := '{}';		-- lines PENDING on their node: cancelled if refused
 	refused boolean := false;
 BEGIN
@@ -712,12 +1593,22 @@ BEGIN
 	END IF;
 	PERFORM inventory._check_elements(skus, qtys, ARRAY[order_id],
 									  CASE WHEN buyer_id IS NULL THEN '{}'::text[] ELSE ARRAY[buyer_id] END);
-	parts := ARRAY(SELECT inventory.partition_of(s) FROM pg_catalog.unnest(skus) s);
+	-- the partition of each line: its SKU's, or its bucket's for a split SKU
+	parts := ARRAY(SELECT inventory._route_part(skus[i], order_id,
+												coalesce(batch_ids[i], i::integer), buyer_id)
+					 FROM pg_catalog.generate_subscripts(skus, 1) i);
 
-	-- one node: its own cart, atomic, in one call
+	-- one node: its own cart, atomic, in one call (again once after units
+	-- of a split SKU moved into its bucket: a refused cart wrote nothing)
 	IF (SELECT pg_catalog.count(DISTINCT x) FROM pg_catalog.unnest(parts) x) = 1 THEN
-		RETURN QUERY SELECT * FROM inventory._reserve_cart_one(skus[1], order_id, skus, qtys,
-															   ttl, buyer_id, batch_ids);
+		FOR attempt IN 1 .. 2 LOOP
+			res := ARRAY(SELECT c FROM inventory._reserve_cart_on(parts[1], order_id, skus, qtys,
+																   ttl, buyer_id, batch_ids) c);
+			EXIT WHEN attempt = 2
+				OR NOT EXISTS (SELECT FROM pg_catalog.unnest(res) c WHERE NOT c.ok)
+				OR NOT inventory._cart_top_up(parts[1], skus, qtys, res);
+		END LOOP;
+		RETURN QUERY SELECT * FROM pg_catalog.unnest(res);
 		RETURN;
 	END IF;
 
@@ -747,12 +1638,20 @@ BEGIN
 		FOR p IN SELECT DISTINCT x FROM pg_catalog.unnest(parts) x ORDER BY 1 LOOP
 			lines := ARRAY(SELECT i FROM pg_catalog.generate_subscripts(skus, 1) i
 							WHERE parts[i] = p ORDER BY i);
-			k := 0;
-			FOR r IN SELECT * FROM inventory._reserve_cart_on(p, order_id,
+			FOR attempt IN 1 .. 2 LOOP
+				got := ARRAY(SELECT c FROM inventory._reserve_cart_on(p, order_id,
 							ARRAY(SELECT skus[i] FROM pg_catalog.unnest(lines) i),
 							ARRAY(SELECT qtys[i] FROM pg_catalog.unnest(lines) i),
 							ttl, buyer_id,
-							ARRAY(SELECT batch_ids[i] FROM pg_catalog.unnest(lines) i)) LOOP
+							ARRAY(SELECT batch_ids[i] FROM pg_catalog.unnest(lines) i)) c);
+				EXIT WHEN attempt = 2
+					OR NOT EXISTS (SELECT FROM pg_catalog.unnest(got) c WHERE NOT c.ok)
+					OR NOT inventory._cart_top_up(p,
+							ARRAY(SELECT skus[i] FROM pg_catalog.unnest(lines) i),
+							ARRAY(SELECT qtys[i] FROM pg_catalog.unnest(lines) i), got);
+			END LOOP;
+			k := 0;
+			FOREACH r IN ARRAY got LOOP
 				k := k + 1;
 				-- a line replayed from an earlier attempt of this cart that
 				-- was refused (cancelled) or has expired: the cart is not whole
@@ -809,14 +1708,24 @@ CREATE FUNCTION inventory._stock()
 $$;
 COMMENT ON FUNCTION inventory._stock() IS 'inventory.stock of every node';
 
-CREATE VIEW inventory.stock AS SELECT * FROM inventory._stock();
+-- a split SKU's buckets summed: one row per SKU
+CREATE VIEW inventory.stock AS
+SELECT s.sku, pg_catalog.sum(s.on_hand)::bigint AS on_hand,
+	   pg_catalog.sum(s.reserved)::bigint AS reserved,
+	   pg_catalog.sum(s.available)::bigint AS available,
+	   pg_catalog.sum(s.version)::bigint AS version,
+	   pg_catalog.max(s.max_per_buyer) AS max_per_buyer,
+	   pg_catalog.max(s.sale_starts) AS sale_starts,
+	   pg_catalog.max(s.sale_ends) AS sale_ends
+  FROM inventory._stock() s
+ GROUP BY s.sku;
 COMMENT ON VIEW inventory.stock IS
-	'per SKU: on_hand, reserved, available and version, computed from the tables of every node';
+	'per SKU: on_hand, reserved, available and version, computed from the tables of every node (a split SKU''s buckets summed)';
 COMMENT ON COLUMN inventory.stock.sku IS 'the SKU';
 COMMENT ON COLUMN inventory.stock.on_hand IS 'physical units: the base in inventory.sku plus unfolded movements';
 COMMENT ON COLUMN inventory.stock.reserved IS 'units held by PENDING reservations';
 COMMENT ON COLUMN inventory.stock.available IS 'on_hand - reserved';
-COMMENT ON COLUMN inventory.stock.version IS 'grows by one with every committed change to the SKU';
+COMMENT ON COLUMN inventory.stock.version IS 'grows by one with every committed change to the SKU (a split SKU: the sum of its buckets'' versions)';
 COMMENT ON COLUMN inventory.stock.max_per_buyer IS 'units one buyer may hold (PENDING + CONFIRMED); NULL: no limit';
 COMMENT ON COLUMN inventory.stock.sale_starts IS 'start of the sale window; NULL: since ever';
 COMMENT ON COLUMN inventory.stock.sale_ends IS 'end of the sale window (excluded); NULL: for ever';
@@ -848,7 +1757,26 @@ $$;
 COMMENT ON FUNCTION inventory.sku_stats() IS
 	'the cached SKUs of every node, with their live counters and statistics';
 
-CREATE VIEW inventory.sku_stats AS SELECT * FROM inventory.sku_stats();
+CREATE VIEW inventory.sku_stats AS
+SELECT s.sku, pg_catalog.sum(s.on_hand)::bigint AS on_hand,
+	   pg_catalog.sum(s.reserved)::bigint AS reserved,
+	   pg_catalog.sum(s.holds)::bigint AS holds,
+	   pg_catalog.sum(s.available)::bigint AS available,
+	   pg_catalog.sum(s.version)::bigint AS version,
+	   pg_catalog.sum(s.in_flight)::integer AS in_flight,
+	   pg_catalog.sum(s.unfolded)::bigint AS unfolded,
+	   pg_catalog.sum(s.reserves)::bigint AS reserves,
+	   pg_catalog.sum(s.rejects)::bigint AS rejects,
+	   pg_catalog.sum(s.conflicts)::bigint AS conflicts,
+	   pg_catalog.sum(s.confirms)::bigint AS confirms,
+	   pg_catalog.sum(s.cancels)::bigint AS cancels,
+	   pg_catalog.sum(s.expiries)::bigint AS expiries,
+	   pg_catalog.sum(s.restocks)::bigint AS restocks,
+	   pg_catalog.sum(s.adjusts)::bigint AS adjusts,
+	   pg_catalog.min(s.loaded_at) AS loaded_at,
+	   pg_catalog.max(s.last_used) AS last_used
+  FROM inventory.sku_stats() s
+ GROUP BY s.sku;
 COMMENT ON VIEW inventory.sku_stats IS
 	'the cached SKUs of every node, with their live counters and statistics';
 COMMENT ON COLUMN inventory.sku_stats.sku IS 'a SKU held in its node''s shared-memory cache';
@@ -957,41 +1885,67 @@ COMMENT ON FUNCTION inventory._node_info(integer) IS 'SKUs and PENDING reservati
 
 CREATE FUNCTION inventory.nodes(OUT part integer, OUT dbname text, OUT host text, OUT port text,
 								OUT reachable boolean, OUT error text,
-								OUT skus bigint, OUT holds bigint)
+								OUT skus bigint, OUT holds bigint, OUT in_transit bigint)
 	RETURNS SETOF record
 	LANGUAGE plpgsql
 	AS $$
 DECLARE
 	i integer;
 	conninfo text;
+	rows inventory.nodes[] := '{}';
+	moves text[] := '{}';		-- transfer movements seen: order_id and batch_id
+	sent text[] := '{}';		-- withdraws of transfers: order_id
+	sent_qty bigint[] := '{}';
+	t record;
+	n inventory.nodes;
 BEGIN
 	FOR i IN 0 .. inventory.partitions() - 1 LOOP
 		SELECT o.option_value INTO conninfo
 		  FROM pg_catalog.pg_foreign_server s, pg_catalog.pg_options_to_table(s.srvoptions) o
 		 WHERE s.srvname = 'inventory_cluster' AND o.option_name = 'p' || i;
-		part := i;
-		dbname := inventory._conninfo_value(conninfo, 'dbname');
-		host := inventory._conninfo_value(conninfo, 'host');
-		port := inventory._conninfo_value(conninfo, 'port');
+		n := ROW(i, inventory._conninfo_value(conninfo, 'dbname'),
+				 inventory._conninfo_value(conninfo, 'host'),
+				 inventory._conninfo_value(conninfo, 'port'), NULL, NULL, NULL, NULL, NULL);
 		BEGIN
-			SELECT true, NULL, n.skus, n.holds INTO reachable, error, skus, holds
-			  FROM inventory._node_info(i) n;
+			SELECT true, NULL, x.skus, x.holds INTO n.reachable, n.error, n.skus, n.holds
+			  FROM inventory._node_info(i) x;
+			FOR t IN SELECT * FROM inventory._transfer_rows_at(i) LOOP
+				moves := moves || (t.order_id || '/' || t.batch_id);
+				IF t.batch_id = 1 THEN
+					sent := sent || t.order_id;
+					sent_qty := sent_qty || t.qty;
+				END IF;
+			END LOOP;
 		EXCEPTION WHEN OTHERS THEN
-			reachable := false;
-			skus := NULL;
-			holds := NULL;
-			GET STACKED DIAGNOSTICS error = MESSAGE_TEXT;
+			n.reachable := false;
+			n.skus := NULL;
+			n.holds := NULL;
+			GET STACKED DIAGNOSTICS n.error = MESSAGE_TEXT;
 		END;
+		rows := rows || n;
+	END LOOP;
+	-- units withdrawn from a partition by a transfer whose restock is not
+	-- on its receiving partition (or that partition did not answer)
+	FOREACH n IN ARRAY rows LOOP
+		IF n.reachable THEN
+			n.in_transit := coalesce((SELECT pg_catalog.sum(q)
+										FROM ROWS FROM (pg_catalog.unnest(sent), pg_catalog.unnest(sent_qty)) x(o, q)
+									   WHERE pg_catalog.split_part(o, ':', 3)::integer = n.part
+										 AND NOT ((o || '/2') = ANY (moves))), 0);
+		END IF;
+		part := n.part; dbname := n.dbname; host := n.host; port := n.port;
+		reachable := n.reachable; error := n.error; skus := n.skus; holds := n.holds;
+		in_transit := n.in_transit;
 		RETURN NEXT;
 	END LOOP;
 END
 $$;
 COMMENT ON FUNCTION inventory.nodes() IS
-	'each partition of inventory_cluster: where it is, whether it answers, its SKUs and PENDING reservations';
+	'each partition of inventory_cluster: where it is, whether it answers, its SKUs, PENDING reservations and units in transit';
 
 CREATE VIEW inventory.nodes AS SELECT * FROM inventory.nodes();
 COMMENT ON VIEW inventory.nodes IS
-	'each partition of inventory_cluster: where it is, whether it answers, its SKUs and PENDING reservations';
+	'each partition of inventory_cluster: where it is, whether it answers, its SKUs, PENDING reservations and units in transit';
 COMMENT ON COLUMN inventory.nodes.part IS 'the partition number (option pN of the server inventory_cluster)';
 COMMENT ON COLUMN inventory.nodes.dbname IS 'the partition''s database, from its connection string';
 COMMENT ON COLUMN inventory.nodes.host IS 'its host or socket directory, from its connection string; NULL: the default';
@@ -1000,6 +1954,8 @@ COMMENT ON COLUMN inventory.nodes.reachable IS 'whether the partition answered n
 COMMENT ON COLUMN inventory.nodes.error IS 'why it did not; NULL when it did';
 COMMENT ON COLUMN inventory.nodes.skus IS 'SKUs of the partition';
 COMMENT ON COLUMN inventory.nodes.holds IS 'PENDING reservations of the partition';
+COMMENT ON COLUMN inventory.nodes.in_transit IS
+	'units withdrawn from the partition by a transfer between buckets and not yet restocked on the other side; rebalance() of the SKU finishes it';
 
 ------------------------------------------------------------------------------
 -- Privileges: the node's roles, with the same rights on the router
@@ -1034,7 +1990,8 @@ BEGIN
 	END LOOP;
 END
 $$;
-REVOKE ALL ON inventory.stock, inventory.sku_stats, inventory.nodes FROM PUBLIC;
+REVOKE ALL ON inventory.stock, inventory.sku_stats, inventory.nodes, inventory.buckets,
+	inventory.bucket_layout FROM PUBLIC;
 GRANT USAGE ON SCHEMA inventory TO PUBLIC;
 
 GRANT EXECUTE ON FUNCTION
@@ -1063,14 +2020,31 @@ GRANT EXECUTE ON FUNCTION
 	inventory._order_rows(inventory.result[]),
 	inventory._check_arrays(text, integer[], integer[]),
 	inventory._check_elements(text[], bigint[], text[], text[]),
-	inventory._reserve_many(integer[], text[], bigint[], text[], interval, text[]),
+	inventory._reserve_many(integer[], integer[], text[], bigint[], text[], interval, text[]),
 	inventory._reserve_cart_on(integer, text, text[], bigint[], interval, text, integer[]),
-	inventory._reserve_cart_one(text, text, text[], bigint[], interval, text, integer[]),
 	inventory._cancel_at(integer, text, integer),
 	inventory._cancel_lines(text, integer[], integer[], integer[]),
-	inventory._stock()
+	inventory._stock(),
+	inventory._reserve(text, bigint, text, integer, interval, bigint, text),
+	inventory._available(text),
+	inventory._bucket_parts(text),
+	inventory._sku_parts(text),
+	inventory._home(integer[], text),
+	inventory._key_at(integer[], text, integer, text),
+	inventory._key_part(text, text, integer, text, integer[]),
+	inventory._route(text, text, integer, text),
+	inventory._route_part(text, text, integer, text),
+	inventory._reserve_at(integer, text, bigint, text, integer, interval, bigint, text),
+	inventory._available_at(integer[], text),
+	inventory._top_up(text, integer, bigint),
+	inventory._reserve_split(text, bigint, text, integer, interval, bigint, text, integer[]),
+	inventory._reserve_short(text),
+	inventory._cart_top_up(integer, text[], bigint[], inventory.result[]),
+	inventory._confirm_keyed(integer[], text, integer, text),
+	inventory._cancel_keyed(integer[], text, integer, text),
+	inventory._extend_keyed(integer[], text, integer, interval, text)
 TO inventory_app;
-GRANT SELECT ON inventory.stock TO inventory_app;
+GRANT SELECT ON inventory.stock, inventory.bucket_layout, inventory.buckets TO inventory_app;
 
 GRANT EXECUTE ON FUNCTION
 	inventory.restock(text, bigint, text, integer),
@@ -1088,6 +2062,23 @@ GRANT EXECUTE ON FUNCTION
 	inventory._stats_reset_all(),
 	inventory.nodes(),
 	inventory._conninfo_value(text, text),
-	inventory._node_info(integer)
+	inventory._node_info(integer),
+	inventory._adjust(text, bigint, text, integer, bigint),
+	inventory._set_rules_at(integer[], text, bigint, timestamptz, timestamptz),
+	inventory.split(text, integer),
+	inventory.merge(text),
+	inventory.rebalance(text),
+	inventory._withdraw_at(integer, text, bigint, text),
+	inventory._restock_at(integer, text, bigint, text, bigint, timestamptz, timestamptz),
+	inventory._rules_of(text),
+	inventory._transfer(text, integer, integer, bigint),
+	inventory._transfer_rows(),
+	inventory._transfer_rows_at(integer),
+	inventory._finish_transfers(text),
+	inventory._misrouted_at(integer[], text, integer[]),
+	inventory._forget_layouts(text),
+	inventory._even_out(text),
+	inventory._bucket_report(text)
 TO inventory_admin;
+GRANT INSERT ON inventory.bucket_layout TO inventory_admin;
 GRANT SELECT ON inventory.sku_stats, inventory.nodes TO inventory_admin;
