@@ -7,7 +7,7 @@
 #                [--cases "1 4 4b"] [--rounds N]
 #
 #   (default)   every case at 1, 8, 32 and 64 clients, 15 s per run after a
-#               3 s warm-up, then 3 rounds; takes about 32 minutes on 2 cores.
+#               3 s warm-up, then 3 rounds; takes about 38 minutes on 2 cores.
 #   --smoke     every case for ~1 s at 1 and 8 clients, small data; checks
 #               that each case produces a number (targets not enforced).
 #   --duration  seconds per measured run.
@@ -64,6 +64,12 @@
 #   10  inventory.reserve_many of BATCH (50) reservations of 1 unit, each
 #       under a key of its own, on another hot SKU: reported as reservations
 #       per second (calls per second x BATCH), against case 3d
+#   11  case 4 through a router (inventory_router over PL/Proxy) to four
+#       partition databases on the same server: the router's cost per call
+#   11b 11 on a hot SKU split over 2 buckets (inventory.split)
+#   11c 11 on a hot SKU split over 4 buckets
+#   12  case 5 through the router: a sold-out refusal
+#   12c 12 on a SKU split over 4 buckets, sold out
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 
@@ -74,7 +80,7 @@ SMOKE=0
 DURATION=
 CLIENTS=
 ROUNDS=
-ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 8 9 10"
+ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 8 9 10 11 11b 11c 12 12c"
 CASES=$ALL_CASES
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -141,7 +147,9 @@ trap cleanup EXIT
 inv_log "starting a scratch cluster in $DIR"
 # max_skus: case 6's SKUs all fit in the cache.  Everything else stays at the
 # defaults: synchronous_commit = on, fsync = on.
-inv_cluster_start "$DIR" "inventory.max_skus = 200000"
+# max_connections: a router session of cases 11-12 holds a connection to
+# each partition it called, up to four.
+inv_cluster_start "$DIR" "inventory.max_skus = 200000" "max_connections = 400"
 mkdir "$DIR/sql"
 
 FAILED=0
@@ -241,7 +249,7 @@ PROCESSED=0          # transactions of the last run_case, warm-ups included
 pgbench_once() {
 	local c=$1 t=$2 log=$3 script=$4
 	shift 4
-	inv_as_pg pgbench -n -M prepared -j 2 -c "$c" -T "$t" -f "$DIR/sql/$script" "$@" bench >"$log" 2>&1 &&
+	inv_as_pg pgbench -n -M prepared -j 2 -c "$c" -T "$t" -f "$DIR/sql/$script" "$@" "${PGB_DB:-bench}" >"$log" 2>&1 &&
 		grep -q '^tps = ' "$log" && ! grep -qE '^number of failed transactions: [1-9]' "$log"
 }
 
@@ -468,6 +476,68 @@ if want 7; then
 		"$([ "$(ledger_rows "sku = 'LIFE-1' AND state = 'PENDING' AND expires_at > created_at + interval '1 minute'")" -eq 0 ] && echo t)"
 fi
 
+# ---------------------------------------------------------------- case 11, 12: the router
+# Four partition databases inv_p0..inv_p3 with the extension, and a router
+# database shop with inventory_router, on this same server: what a call
+# through the router costs, not what more servers would give (two cores).
+router_sql() { inv_as_pg psql -X -q -At -v ON_ERROR_STOP=1 -d shop -c "$1"; }
+# router_rows WHERE: ledger rows matching WHERE on all four partitions
+router_rows() { local p n=0; for p in 0 1 2 3; do
+	n=$((n + $(inv_as_pg psql -X -q -At -d "inv_p$p" -c "SELECT count(*) FROM inventory.ledger WHERE $1"))); done; echo "$n"; }
+if want 11 || want 11b || want 11c || want 12 || want 12c; then
+	inv_log "creating the partition databases and the router"
+	for p in 0 1 2 3; do
+		inv_as_pg createdb "inv_p$p" && inv_as_pg psql -X -q -d "inv_p$p" -c 'CREATE EXTENSION inventory' &&
+			inv_as_pg psql -X -q -d "inv_p$p" -c "ALTER DATABASE inv_p$p SET inventory.default_ttl = '1d'" ||
+			inv_die "set-up of partition $p failed"
+	done
+	inv_as_pg createdb shop || inv_die "createdb shop failed"
+	inv_as_pg psql -X -q -v ON_ERROR_STOP=1 -d shop >/dev/null <<SQL || inv_die "set-up of the router failed"
+CREATE EXTENSION plproxy;
+CREATE EXTENSION inventory_router;
+CREATE SERVER inventory_cluster FOREIGN DATA WRAPPER plproxy OPTIONS (
+	p0 'host=$DIR port=$PGPORT dbname=inv_p0', p1 'host=$DIR port=$PGPORT dbname=inv_p1',
+	p2 'host=$DIR port=$PGPORT dbname=inv_p2', p3 'host=$DIR port=$PGPORT dbname=inv_p3');
+CREATE USER MAPPING FOR PUBLIC SERVER inventory_cluster OPTIONS (user 'postgres');
+SELECT inventory.restock(s, 1000000000000, 'stock-' || s) FROM unnest(ARRAY['R-HOT', 'R-HOT2', 'R-HOT4']) s;
+SELECT count(*) FROM inventory.split('R-HOT2', 2);
+SELECT count(*) FROM inventory.split('R-HOT4', 4);
+-- once more: forgets the unsplit layouts, under which no key was made
+SELECT count(*) FROM inventory.rebalance('R-HOT2');
+SELECT count(*) FROM inventory.rebalance('R-HOT4');
+SELECT inventory.restock('R-SOLD', 1, 'stock-r-sold'), inventory.withdraw('R-SOLD', 1, 'gone-r-sold');
+-- case 12c: 4 units over 4 buckets, all taken by one order
+SELECT inventory.restock('R-SOLD4', 4, 'stock-r-sold4');
+SELECT count(*) FROM inventory.split('R-SOLD4', 4);
+SELECT count(*) FROM inventory.rebalance('R-SOLD4');
+SELECT inventory.reserve('R-SOLD4', 4, 'all-r-sold4');
+SQL
+	layouts=$(router_sql "SELECT string_agg(sku || ':' || buckets || '/' || former_layouts, ' ' ORDER BY sku) FROM inventory.buckets")
+	check "cases 11b, 11c, 12c: R-HOT2 split over 2 buckets, R-HOT4 and R-SOLD4 over 4, no former layout kept ($layouts)" \
+		"$([ "$layouts" = "R-HOT2:2/0 R-HOT4:4/0 R-SOLD4:4/0" ] && echo t)"
+	for id in 11 11b 11c; do
+		want "$id" || continue
+		sku=$(case $id in 11) echo R-HOT ;; 11b) echo R-HOT2 ;; 11c) echo R-HOT4 ;; esac)
+		before=$(router_rows "sku = '$sku'")
+		PGB_DB=shop run_case "$id" reserve.sql -D sku="$sku" -D prefix="o$id-"
+		after=$(router_rows "sku = '$sku'")
+		check "case $id: one ledger row per reserve, on the partitions of $sku ($PROCESSED calls, $((after - before)) rows)" \
+			"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
+	done
+	if want 12; then
+		PGB_DB=shop run_case 12 reserve.sql -D sku=R-SOLD -D prefix=o12-
+		check "case 12: refused reserves wrote no ledger row" \
+			"$([ "$(router_rows "sku = 'R-SOLD' AND kind = 'reserve'")" -eq 0 ] && echo t)"
+	fi
+	if want 12c; then
+		PGB_DB=shop run_case 12c reserve.sql -D sku=R-SOLD4 -D prefix=o12c-
+		check "case 12c: refused reserves wrote no ledger row (the one order that took the 4 units only)" \
+			"$([ "$(router_rows "sku = 'R-SOLD4' AND kind = 'reserve'")" -eq 1 ] && echo t)"
+	fi
+	check "cache = tables on every partition after cases 11-12 (inventory.verify() through the router is empty)" \
+		"$(router_sql "SELECT count(*) = 0 FROM inventory.verify()")"
+fi
+
 # ---------------------------------------------------------------- case 10: batches
 # after cases 4-7, so that its ledger rows (BATCH per call) do not grow the
 # ledger under them; its TPS become reservations per second (x BATCH), its
@@ -654,7 +724,7 @@ verdict() { awk -v m="$1" -v op="$2" -v t="$3" 'BEGIN {
 	ok = (op == ">=") ? m + 0 >= t + 0 : m + 0 <= t + 0; print ok ? "PASS" : "MISS" }'; }
 
 CASE_IDS=()   # the pgbench cases that ran, in the report's order
-for id in 1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 10; do want "$id" && CASE_IDS+=("$id"); done
+for id in 1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 10 11 11b 11c 12 12c; do want "$id" && CASE_IDS+=("$id"); done
 declare -A NAME BASE
 NAME[1]="1 floor: SELECT 1"
 NAME[1b]="1b floor: SELECT * FROM a C function returning a row"
@@ -674,7 +744,12 @@ NAME[5]="5 inventory: reserve, hot SKU, sold out"
 NAME[6]="6 inventory: reserve, $(fmt "$NSKUS") SKUs uniform"
 NAME[7]="7 inventory: reserve + confirm/cancel/expire"
 NAME[10]="10 inventory: reserve_many of $BATCH, hot SKU (reservations/s)"
-BASE=([1b]=1 [1k]=1 [1c]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [2f]=2d [3]=1 [3d]=3 [4]=2b [4b]=4 [5]=1 [6]=2b [7]=2b [10]=3d)
+NAME[11]="11 router: case 4 through inventory_router"
+NAME[11b]="11b router: 11 on a SKU split over 2 buckets"
+NAME[11c]="11c router: 11 on a SKU split over 4 buckets"
+NAME[12]="12 router: case 5 through inventory_router"
+NAME[12c]="12c router: 12 on a SKU split over 4 buckets, sold out"
+BASE=([1b]=1 [1k]=1 [1c]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [2f]=2d [3]=1 [3d]=3 [4]=2b [4b]=4 [5]=1 [6]=2b [7]=2b [10]=3d [11]=4 [11b]=11 [11c]=11 [12]=5 [12c]=12)
 
 # median NUMBER...: the median, or — when one of them is not a number
 median() {
@@ -790,6 +865,29 @@ report() {
 			printf '| %s | %s | %s | %s | %s | %s |\n' "$c" "$(fmt "${CALLS[10/$c]:-}")" \
 				"$(fmt "${TPS[10/$c]:-}")" "$(fmt "${LAT[10/$c]:-}" 3)" "$(fmt "${TPS[3d/$c]:-}")" \
 				"$(ratio "${TPS[10/$c]:-}" "${TPS[3d/$c]:-}")"
+		done
+	fi
+	if want 11 || want 11b || want 11c || want 12 || want 12c; then
+		local lo
+		lo=$(printf '%s\n' $CLIENTS | sort -n | head -1)
+		echo
+		echo "## 11-12c: the router"
+		echo
+		echo "The same reserve through \`inventory_router\` (PL/Proxy) to four partition databases on this" \
+			"server, against the call made directly (case 4, 5), and on hot SKUs split over 2 and 4 buckets" \
+			"(12c: sold out, each router session asking the other buckets again once a second)." \
+			"Router, partitions and pgbench share the machine's $(nproc) cores: these are the costs of a" \
+			"routed call, not the capacity of more servers. Extra latency per call at $lo client(s): the" \
+			"routed call's mean latency minus the direct one's."
+		echo
+		echo "| call | clients | TPS | direct TPS | ratio | extra latency per call at $lo client(s) (ms) |"
+		echo "|---|---:|---:|---:|---:|---:|"
+		for id in 11 11b 11c 12 12c; do
+			want "$id" || continue
+			b=$(case $id in 12*) echo 5 ;; *) echo 4 ;; esac)
+			printf '| %s | %s | %s | %s | %s | %s |\n' "${NAME[$id]}" "$TC" "$(fmt "${TPS[$id/$TC]:-}")" \
+				"$(fmt "${TPS[$b/$TC]:-}")" "$(ratio "${TPS[$id/$TC]:-}" "${TPS[$b/$TC]:-}")" \
+				"$(num "${LAT[$id/$lo]:-}" && num "${LAT[$b/$lo]:-}" && awk -v a="${LAT[$id/$lo]}" -v b="${LAT[$b/$lo]}" 'BEGIN { printf "%.3f", a - b }' || echo —)"
 		done
 	fi
 	echo
