@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/demo.sh [--smoke] [BUYERS] [UNITS] [CLIENTS] -- one flash sale,
-# sold three ways.
+# scripts/demo.sh [--smoke] [--nodes N] [BUYERS] [UNITS] [CLIENTS] -- one
+# flash sale, sold three ways, or through a router over N nodes.
 #
 # Starts a scratch cluster with the extension preloaded and runs the same
 # flash sale on it three times, one after the other, each in a database of
@@ -31,22 +31,40 @@
 #             queues every buyer on the hot row (its time grows with BUYERS).
 #   --smoke   400 buyers, 100 units, 8 clients, a few seconds (run by
 #             scripts/test.sh); numbers given after it still count.
+#   --nodes N the inventory way only, through a router database
+#             (inventory_router over PL/Proxy) to N partition databases
+#             (2, 4, 8 or 16) on the same cluster, the SKU split over N
+#             buckets (inventory.split), each buyer confirming or
+#             cancelling with the SKU (bench/sql/buyer_router.sql); prints
+#             what each node held, moved, sold and has left, and the total.
+#             The router's sessions ask every bucket again at every
+#             refusal (inventory_router.short_recheck = 0), so that a unit
+#             cancelled late in any bucket still finds its buyer.
 #
 # Exits non-zero if a round failed, if the conditional UPDATE or inventory
 # oversold, if inventory.verify() found a difference, or if inventory sold
 # fewer units than it stocked although there were enough buyers (at least
-# 2 x UNITS + CLIENTS: a cancelled unit needs a later buyer).  The
+# 2 x UNITS + CLIENTS: a cancelled unit needs a later buyer); with --nodes,
+# also if a node sold more than it had or units were left in transit.  The
 # read-check-write oversell is a race: it is shown, never checked.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() { sed -n '2,3p;28,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,3p;28,42p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 SMOKE=0
-case ${1:-} in
---smoke) SMOKE=1; shift ;;
--h | --help) usage ;;
-esac
+NODES=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--smoke) SMOKE=1 ;;
+	--nodes) NODES=${2:-}; shift
+		[[ $NODES =~ ^(2|4|8|16)$ ]] || inv_die "--nodes takes 2, 4, 8 or 16 (PL/Proxy wants a power of two)" ;;
+	-h | --help) usage ;;
+	-*) usage ;;
+	*) break ;;
+	esac
+	shift
+done
 if [ "$SMOKE" -eq 1 ]; then DEFAULTS=(400 100 8); else DEFAULTS=(3000 1000 64); fi
 BUYERS=${1:-${DEFAULTS[0]}}
 UNITS=${2:-${DEFAULTS[1]}}
@@ -64,7 +82,9 @@ inv_setup
 DIR=$(mktemp -d /tmp/inventory-demo.XXXXXX)
 trap 'inv_cluster_stop "$DIR"; rm -rf "$DIR"' EXIT
 inv_log "starting a scratch cluster in $DIR"
-inv_cluster_start "$DIR"
+# with --nodes, a router session holds a connection to each partition
+CONNS=$((100 + CLIENTS * (NODES + 1)))
+inv_cluster_start "$DIR" "max_connections = $((CONNS > 200 ? CONNS : 200))"
 
 psql_in() { local db=$1; shift; inv_as_pg psql -X -q -v ON_ERROR_STOP=1 -d "$db" "$@"; }
 # a copy the PostgreSQL user can read wherever the checkout lives
@@ -72,6 +92,112 @@ for f in "${SCRIPTS[@]}"; do
 	cp "$INV_TOP/bench/sql/$f" "$DIR/$f"
 	chmod a+r "$DIR/$f"
 done
+
+PER_CLIENT=$(( (BUYERS + CLIENTS - 1) / CLIENTS ))
+TOTAL=$((PER_CLIENT * CLIENTS))
+
+# p99_ms PREFIX: the 99th percentile (nearest rank) of the latencies in
+# pgbench's per-transaction logs PREFIX.* (one file per thread), whose third
+# field is in µs; fails unless they hold every buyer
+p99_ms() {
+	cat "$1".* | awk '{ print $3 }' | sort -n | awk -v total="$TOTAL" '
+		{ us[NR] = $1 }
+		END { if (NR != total) exit 1; printf "%.1f", us[int((NR * 99 + 99) / 100)] / 1000 }'
+}
+
+# ---------------------------------------------------------------- --nodes
+if [ "$NODES" -gt 0 ]; then
+	cp "$INV_TOP/bench/sql/buyer_router.sql" "$DIR/" && chmod a+r "$DIR/buyer_router.sql"
+	inv_log "$NODES partition databases and a router"
+	opts=
+	for p in $(seq 0 $((NODES - 1))); do
+		inv_as_pg createdb "inv_p$p" && psql_in "inv_p$p" -c 'CREATE EXTENSION inventory' ||
+			inv_die "setting up partition $p failed"
+		opts+="${opts:+, }p$p 'host=$DIR port=$PGPORT dbname=inv_p$p'"
+	done
+	inv_as_pg createdb shop || inv_die "createdb shop failed"
+	psql_in shop <<SQL >/dev/null || inv_die "setting up the router failed"
+CREATE EXTENSION plproxy;
+CREATE EXTENSION inventory_router;
+CREATE SERVER inventory_cluster FOREIGN DATA WRAPPER plproxy OPTIONS ($opts);
+CREATE USER MAPPING FOR PUBLIC SERVER inventory_cluster OPTIONS (user 'postgres');
+ALTER DATABASE shop SET inventory_router.short_recheck = 0;
+SELECT inventory.restock('FLASH-1', $UNITS, 'delivery-1');
+SELECT count(*) FROM inventory.split('FLASH-1', $NODES);
+SELECT count(*) FROM inventory.rebalance('FLASH-1');
+SQL
+	# node_figures P: units moved in and out by transfers, sold (CONFIRMED),
+	# held (PENDING) and left for sale of FLASH-1 on partition P, and
+	# whether it holds more than it has on hand now
+	node_figures() {
+		psql_in "inv_p$1" -At <<SQL
+SELECT coalesce(sum(qty) FILTER (WHERE kind = 'restock' AND order_id LIKE 'inventory:transfer:%'), 0),
+       coalesce(sum(qty) FILTER (WHERE kind = 'withdraw' AND order_id LIKE 'inventory:transfer:%'), 0),
+       coalesce(sum(qty) FILTER (WHERE kind = 'reserve' AND state = 'CONFIRMED'), 0),
+       coalesce(sum(qty) FILTER (WHERE kind = 'reserve' AND state = 'PENDING'), 0),
+       (SELECT coalesce(sum(available), 0) FROM inventory.stock WHERE sku = 'FLASH-1'),
+       (SELECT coalesce(bool_or(reserved > on_hand OR on_hand < 0), false) FROM inventory.stock)
+  FROM inventory.ledger WHERE sku = 'FLASH-1'
+SQL
+	}
+	# bucket, units and transfers so far (the split's) of each partition
+	declare -A BUCKET START IN0 OUT0
+	for p in $(seq 0 $((NODES - 1))); do
+		IFS='|' read -r "IN0[$p]" "OUT0[$p]" _ <<<"$(node_figures "$p")"
+	done
+	while IFS='|' read -r b p a; do BUCKET[$p]=$b; START[$p]=$a; done < <(psql_in shop -At \
+		-c "SELECT bucket, part, available FROM inventory._bucket_report('FLASH-1')")
+	inv_log "through the router: $TOTAL buyers, $UNITS units of FLASH-1 in $NODES buckets, $CLIENTS connections"
+	inv_as_pg pgbench -n -M prepared -c "$CLIENTS" -j 2 -t "$PER_CLIENT" -P 1 \
+		-l --log-prefix="$DIR/latency-shop" -D sku=FLASH-1 -D pay=9 -f "$DIR/buyer_router.sql" shop 2>&1 |
+		tee "$DIR/shop.out" | grep -E '^progress' | sed 's/^/  router  /'
+	status=${PIPESTATUS[0]}
+	if [ "$status" -ne 0 ]; then
+		tail -20 "$DIR/shop.out" >&2
+		inv_die "pgbench failed through the router (exit status $status)"
+	fi
+	RTPS=$(printf '%.0f' "$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$DIR/shop.out" | head -1)")
+	RP99=$(p99_ms "$DIR/latency-shop") || inv_die "the latency logs do not hold the $TOTAL buyers"
+
+	echo
+	echo "Summary: $TOTAL buyers, $UNITS units of FLASH-1 split over $NODES buckets, $CLIENTS connections to the router"
+	nrow() { printf '  %-10s %7s %15s %9s %10s %7s %10s %7s\n' "$@"; }
+	nrow partition bucket 'units at start' 'moved in' 'moved out' sold 'held now' left
+	FAILED=0
+	T_START=0 T_IN=0 T_OUT=0 T_SOLD=0 T_HELD=0 T_LEFT=0
+	for p in $(seq 0 $((NODES - 1))); do
+		IFS='|' read -r in out sold held left bad <<<"$(node_figures "$p")"
+		in=$((in - IN0[$p])) out=$((out - OUT0[$p]))
+		nrow "inv_p$p" "${BUCKET[$p]:--}" "${START[$p]:-0}" "$in" "$out" "$sold" "$held" "$left"
+		[ "$bad" = f ] || { echo "  inv_p$p: reserved more than on hand"; FAILED=1; }
+		T_START=$((T_START + ${START[$p]:-0})) T_IN=$((T_IN + in)) T_OUT=$((T_OUT + out))
+		T_SOLD=$((T_SOLD + sold)) T_HELD=$((T_HELD + held)) T_LEFT=$((T_LEFT + left))
+	done
+	nrow total '' "$T_START" "$T_IN" "$T_OUT" "$T_SOLD" "$T_HELD" "$T_LEFT"
+	echo "  buyers served per second (through the router): $RTPS; p99 latency: $RP99 ms"
+	IFS='|' read -r transit diffs < <(psql_in shop -At -c \
+		"SELECT (SELECT coalesce(sum(in_transit), 0) FROM inventory.nodes), (SELECT count(*) FROM inventory.verify())")
+	echo
+	echo "Checks"
+	check() {   # check WHAT TEST...: prints one check, remembers a failure
+		local what=$1
+		shift
+		if "$@"; then printf '  %-52s yes\n' "$what"
+		else printf '  %-52s NO\n' "$what"; FAILED=1; fi
+	}
+	check 'sold at most what was stocked, in total' [ "$T_SOLD" -le "$UNITS" ]
+	check 'nothing lost: sold + held + left = stocked' [ $((T_SOLD + T_HELD + T_LEFT)) -eq "$UNITS" ]
+	check 'every unit moved in was moved out of another node' [ "$T_IN" -eq "$T_OUT" ]
+	check 'nothing in transit (inventory.nodes)' [ "$transit" = 0 ]
+	check 'cache = tables on every node (verify())' [ "$diffs" = 0 ]
+	if [ "$TOTAL" -ge $((2 * UNITS + CLIENTS)) ]; then
+		check 'every unit sold' [ "$T_SOLD" -eq "$UNITS" ]
+	else
+		printf '  %-52s %s\n' 'every unit sold' "not checked: fewer than 2 x $UNITS + $CLIENTS buyers"
+	fi
+	[ "$FAILED" -eq 0 ] || inv_die "a check failed"
+	exit 0
+fi
 
 # one database per way, each with UNITS units of FLASH-1
 for db in "${WAYS[@]}"; do
@@ -89,18 +215,7 @@ psql_in inventory -c 'CREATE EXTENSION inventory' \
 	-c "SELECT inventory.restock('FLASH-1', $UNITS, 'delivery-1')" >/dev/null ||
 	inv_die "setting up inventory failed"
 
-PER_CLIENT=$(( (BUYERS + CLIENTS - 1) / CLIENTS ))
-TOTAL=$((PER_CLIENT * CLIENTS))
 TPS=() P99=() SOLD=() LEFT=() AWAY=() OVER=()
-
-# p99_ms PREFIX: the 99th percentile (nearest rank) of the latencies in
-# pgbench's per-transaction logs PREFIX.* (one file per thread), whose third
-# field is in µs; fails unless they hold every buyer
-p99_ms() {
-	cat "$1".* | awk '{ print $3 }' | sort -n | awk -v total="$TOTAL" '
-		{ us[NR] = $1 }
-		END { if (NR != total) exit 1; printf "%.1f", us[int((NR * 99 + 99) / 100)] / 1000 }'
-}
 
 # sale I: the flash sale of way I, in its database
 sale() {

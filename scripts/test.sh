@@ -8,6 +8,7 @@
 #   TAP tests          test/t/*.pl                   (prove; crash, restart, concurrency, worker)
 #   benchmark smoke    bench/run.sh --smoke          (every case runs and checks its counts)
 #   demo smoke         scripts/demo.sh --smoke       (the three ways run; the two safe ones never oversell)
+#                      scripts/demo.sh --smoke --nodes 4  (through a router, the SKU split over 4 nodes)
 #
 # Installs what is missing (as root), builds and installs the extension, and
 # runs everything as the PostgreSQL user in a scratch copy of the tree, each
@@ -61,6 +62,9 @@ tally_one "$WORK/bench.log" $?
 inv_log "demo smoke"
 "$INV_TOP/scripts/demo.sh" --smoke >"$WORK/demo.log" 2>&1
 tally_one "$WORK/demo.log" $?
+inv_log "demo smoke through a router over 4 nodes"
+"$INV_TOP/scripts/demo.sh" --smoke --nodes 4 >"$WORK/demo-nodes.log" 2>&1
+tally_one "$WORK/demo-nodes.log" $?
 
 [ "$FAILED" -eq 0 ] || echo "logs kept in $WORK"
 tally_end

@@ -1,0 +1,16 @@
+-- one buyer in a flash sale of :sku through the router: bench/sql/buyer.sql
+-- with the SKU passed to confirm and cancel, so that each reaches the one
+-- node of the buyer's bucket; used by scripts/demo.sh --nodes (pgbench -M
+-- prepared)
+\set buyer random(1, 9000000000000000000)
+\set pays random(1, 10)
+BEGIN;
+SELECT ok AS got FROM inventory.reserve(:sku, 1, 'buyer-' || :buyer) \gset
+\if :got
+  \if :pays <= :pay
+    SELECT status FROM inventory.confirm('buyer-' || :buyer, 1, :sku);
+  \else
+    SELECT status FROM inventory.cancel('buyer-' || :buyer, 1, :sku);
+  \endif
+\endif
+COMMIT;
