@@ -845,7 +845,9 @@ COMMENT ON COLUMN inventory.buckets.former_layouts IS
 
 ------------------------------------------------------------------------------
 -- Routed by SKU: one call to one node, the node's function of the same
--- name, with the same arguments.  Plain PL/Proxy functions, no wrapper.
+-- name, with the same arguments.  reserve, adjust, available and set_rules
+-- look first whether the SKU is split (above); restock and withdraw are
+-- plain PL/Proxy functions: a split SKU's bucket 0.
 ------------------------------------------------------------------------------
 
 -- the node's reserve on the SKU's partition: the route of an unsplit SKU
