@@ -1,0 +1,125 @@
+# pgbouncer in transaction mode between the router and the nodes, as the
+# README's "Connections" shows: four nodes, each partition database served
+# through one pgbouncer by at most POOL server connections.
+#
+#   * every routed call works through the pooler: reserve, confirm, cancel,
+#     carts across nodes, a split SKU, the gathered views;
+#   * 64 clients through the router racing for a split hot SKU and for
+#     plain SKUs sell exactly what was stocked, while each partition
+#     database has at most POOL connections from pgbouncer;
+#   * verify() is empty on every node afterwards.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use RouterCluster qw(start_nodes start_router);
+use InventoryTest qw(wait_until);
+
+my $NPARTS = 4;
+my $POOL   = 4;
+
+my $pgbouncer = '/usr/sbin/pgbouncer';
+ok(-x $pgbouncer, 'pgbouncer is installed')
+  or BAIL_OUT('pgbouncer is not installed (Debian: pgbouncer)');
+
+my @nodes  = start_nodes($NPARTS);
+my $router = start_router(\@nodes);
+sub shop { return $router->safe_psql('shop', $_[0]); }
+
+# one pgbouncer for the four partition databases
+my $dir  = PostgreSQL::Test::Utils::tempdir_short;
+my $port = PostgreSQL::Test::Cluster::get_free_port();
+my $user = $nodes[0]->safe_psql('postgres', 'SELECT current_user');
+open my $f, '>', "$dir/users.txt" or die $!;
+print $f qq{"$user" ""\n};
+close $f;
+open $f, '>', "$dir/pgbouncer.ini" or die $!;
+print $f "[databases]\n";
+printf $f "inv_p%d = host=%s port=%d dbname=inv_p%d\n", $_, $nodes[$_]->host, $nodes[$_]->port, $_
+  for 0 .. $NPARTS - 1;
+print $f <<"INI";
+[pgbouncer]
+listen_addr =
+listen_port = $port
+unix_socket_dir = $dir
+auth_type = trust
+auth_file = $dir/users.txt
+admin_users = $user
+pool_mode = transaction
+default_pool_size = $POOL
+max_client_conn = 1000
+logfile = $dir/pgbouncer.log
+pidfile = $dir/pgbouncer.pid
+INI
+close $f;
+# a daemon that logs to its file: a pipe nobody reads would stop it once full
+system($pgbouncer, '-d', '-q', "$dir/pgbouncer.ini") == 0 or die "pgbouncer did not start";
+END
+{
+	if (open my $pid, '<', "$dir/pgbouncer.pid") { kill 'TERM', 0 + <$pid>; }
+}
+ok(wait_until(30, sub { -S "$dir/.s.PGSQL.$port" }), 'pgbouncer listens');
+
+# the partitions now point at pgbouncer
+shop("ALTER SERVER inventory_cluster OPTIONS ("
+	  . join(', ', map { "SET p$_ 'host=$dir port=$port dbname=inv_p$_'" } 0 .. $NPARTS - 1) . ")");
+is(shop("SELECT count(*) FROM inventory.nodes WHERE reachable"), $NPARTS,
+	'every partition answers through pgbouncer');
+
+# the calls, through the pooler
+shop("SELECT count(r.status) FROM generate_series(1, 40) g, inventory.restock('B-' || g, 5, 'in-b-' || g) r");
+is(shop("SELECT r.status || ' ' || r.state FROM inventory.reserve('B-1', 2, 'pb-1') r"), 'ok PENDING', 'reserve');
+is(shop("SELECT r.status || ' ' || r.state FROM inventory.confirm('pb-1', 1, 'B-1') r"), 'ok CONFIRMED', 'confirm with the SKU');
+shop("SELECT inventory.reserve('B-2', 1, 'pb-2')");
+is(shop("SELECT r.status || ' ' || r.state FROM inventory.cancel('pb-2') r"), 'ok CANCELLED',
+	'cancel without the SKU: every node asked');
+my @cart = map { "B-$_" } 3 .. 10;
+is(shop("SELECT string_agg(r.status, ' ') FROM inventory.reserve_cart('pb-cart', ARRAY['" . join("','", @cart) . "'], '{1,1,1,1,1,1,1,1}') r"),
+	join(' ', ('ok') x 8), 'a cart across nodes');
+is(shop("SELECT count(*) FROM inventory.stock WHERE sku LIKE 'B-%'"), '40', 'inventory.stock gathered');
+
+shop("SELECT inventory.restock('HOT', 3000, 'in-hot')");
+# the race below counts units to the last one: every refusal asks every
+# bucket, so that no session leaves units behind in another bucket
+shop("ALTER DATABASE shop SET inventory_router.short_recheck = 0");
+is(shop("SELECT string_agg(available::text, ' ' ORDER BY bucket) FROM inventory.split('HOT', 4)"),
+	'750 750 750 750', 'split through the pooler');
+
+# 64 clients
+my $script = "$PostgreSQL::Test::Utils::tmp_check/bounce.sql";
+open $f, '>', $script or die $!;
+print $f "\\set n random(1, 9000000000000000000)\n\\set s random(11, 40)\n"
+  . "SELECT (inventory.reserve('HOT', 1, 'hot-' || :n)).status;\n"
+  . "SELECT (inventory.reserve('B-' || :s, 1, 'b-' || :n)).status;\n";
+close $f;
+my $bench = IPC::Run::start(
+	[ 'pgbench', '--no-vacuum', '--client=64', '--jobs=2', '--transactions=60', '-M', 'prepared',
+	  '-h', $router->host, '-p', $router->port, '-f', $script, 'shop' ],
+	'>', \my $bench_out, '2>', \my $bench_err);
+# the most server connections a partition database had meanwhile
+my $most = 0;
+while ($bench->pumpable)
+{
+	for my $p (0 .. $NPARTS - 1)
+	{
+		my $n = $nodes[$p]->safe_psql('postgres',
+			"SELECT count(*) FROM pg_stat_activity WHERE datname = 'inv_p$p' AND backend_type = 'client backend'");
+		$most = $n if $n > $most;
+	}
+	$bench->pump_nb;
+}
+$bench->finish;
+like($bench_out, qr{processed: 3840/3840}, '64 clients made 7,680 calls through the router and pgbouncer');
+ok($most <= $POOL && $most > 0, "each partition database had at most $POOL connections meanwhile (most: $most)");
+is(shop("SELECT sum(reserved) || ' ' || sum(on_hand) FROM inventory.stock WHERE sku = 'HOT'"), '3000 3000',
+	'the split SKU: 3000 units sold of 3000');
+is(shop("SELECT sum(reserved) || ' ' || sum(on_hand) FROM inventory.stock WHERE sku LIKE 'B-%' AND substr(sku, 3)::integer > 10"),
+	'150 150', 'the plain SKUs: 150 units sold of 150');
+is(shop('SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty on every node');
+is(shop("SELECT coalesce(sum(in_transit), 0) FROM inventory.nodes"), '0', 'nothing in transit');
+
+done_testing();
