@@ -74,6 +74,16 @@ shop("SELECT inventory.restock('HOT', 1000, 'in-hot')");
 my $home = shop("SELECT inventory.partition_of('HOT')");
 my @want = map { ($home + $_) % $NPARTS } 0 .. 3;
 
+# split, merge and rebalance are for inventory_admin; a reserve is for inventory_app
+shop("CREATE ROLE shop_api LOGIN IN ROLE inventory_app; CREATE ROLE warehouse LOGIN IN ROLE inventory_admin");
+shop("GRANT USAGE ON FOREIGN SERVER inventory_cluster TO inventory_app, inventory_admin");
+like(shop_err("SET ROLE shop_api; SELECT * FROM inventory.split('HOT', 2)"),
+	qr/ERROR:  42501: permission denied for function split/, 'inventory_app cannot split');
+like(shop_err("SET ROLE shop_api; SELECT * FROM inventory.rebalance('HOT')"),
+	qr/ERROR:  42501: permission denied for function rebalance/, 'nor rebalance');
+like(shop_err("SET ROLE shop_api; SELECT * FROM inventory._transfer('HOT', 0, 1, 5)"),
+	qr/ERROR:  42501: permission denied for function _transfer/, 'nor move units between partitions');
+
 like(shop_err("SELECT * FROM inventory.split('NOPE', 2)"), qr/ERROR:  42704: sku "NOPE" does not exist/,
 	'split of an unknown SKU: 42704');
 like(shop_err("SELECT * FROM inventory.split('HOT', 5)"),
@@ -84,9 +94,9 @@ like(shop_err("SELECT * FROM inventory.split('HOT', 0)"), qr/ERROR:  22023: buck
 like(shop_err("SELECT * FROM inventory.split(NULL, 2)"), qr/ERROR:  22004: sku must not be null/,
 	'a NULL SKU: 22004');
 
-is(shop("SELECT string_agg(bucket || ':' || part || ':' || available, ' ' ORDER BY bucket) FROM inventory.split('HOT', 4)"),
+is($router->safe_psql('shop', "SET ROLE warehouse; SELECT string_agg(bucket || ':' || part || ':' || available, ' ' ORDER BY bucket) FROM inventory.split('HOT', 4)"),
 	join(' ', map { "$_:$want[$_]:250" } 0 .. 3),
-	'split(HOT, 4): 250 units in each bucket, bucket 0 on the SKU\'s partition, then the next ones');
+	'split(HOT, 4) by inventory_admin: 250 units in each bucket, bucket 0 on the SKU\'s partition, then the next ones');
 is(per_node('HOT'), join(' ', map { '250/0' } 0 .. 3), 'each node holds its bucket, as its own SKU HOT');
 is(shop("SELECT sku || ' ' || on_hand || ' ' || available FROM inventory.stock WHERE sku = 'HOT'"),
 	'HOT 1000 1000', 'inventory.stock sums the buckets: one row');
@@ -109,7 +119,8 @@ like(shop_err("SELECT * FROM inventory.reserve('HOT', 1, 'ev-1', expected_versio
 # --- where a reservation lives ------------------------------------------------
 
 my @o = map { "k-$_" } 1 .. 12;
-shop("SELECT count(*) FROM unnest(ARRAY['" . join("','", @o) . "']) o, inventory.reserve('HOT', 2, o) r WHERE r.ok");
+is($router->safe_psql('shop', "SET ROLE shop_api; SELECT count(*) FROM unnest(ARRAY['" . join("','", @o) . "']) o, inventory.reserve('HOT', 2, o) r WHERE r.ok"),
+	'12', 'inventory_app reserves on the split SKU');
 is(join(' ', map { my $h = home_of('HOT', $_); node_sql($h, "SELECT count(*) FROM inventory.ledger WHERE order_id = '$_'") } @o),
 	join(' ', ('1') x 12), 'each reservation is on the partition of its order\'s bucket');
 is(shop("SELECT string_agg(status, ' ') FROM unnest(ARRAY['" . join("','", @o) . "']) o, inventory.reserve('HOT', 2, o) r"),
@@ -130,8 +141,8 @@ my $small0 = shop("SELECT parts[1] FROM inventory.buckets WHERE sku = 'SMALL'");
 my @s = orders_on('SMALL', $small0, 5, 'sm-');
 my $moved_q = "SELECT coalesce(sum(qty), 0) FROM (SELECT * FROM inventory._transfer_rows()) t WHERE sku = 'SMALL' AND batch_id = 2";
 my $moved_before = shop($moved_q);
-is(shop("SELECT string_agg(r.status, ' ' ORDER BY o) FROM unnest(ARRAY['" . join("','", @s[0 .. 3]) . "']) o, inventory.reserve('SMALL', 1, o) r"),
-	'ok ok ok ok', 'four orders of one bucket get the four units of four buckets');
+is($router->safe_psql('shop', "SET ROLE shop_api; SELECT string_agg(r.status, ' ' ORDER BY o) FROM unnest(ARRAY['" . join("','", @s[0 .. 3]) . "']) o, inventory.reserve('SMALL', 1, o) r"),
+	'ok ok ok ok', 'four orders of one bucket get the four units of four buckets (as inventory_app)');
 is(node_sql($small0, "SELECT count(*) || ' ' || sum(qty) FROM inventory.ledger WHERE sku = 'SMALL' AND kind = 'reserve'"),
 	'4 4', 'all four reservations are in their bucket');
 is(shop("SELECT r.status || ' ' || r.available FROM inventory.reserve('SMALL', 1, '$s[4]') r"), 'insufficient 0',
