@@ -124,7 +124,6 @@ CREATE USER MAPPING FOR PUBLIC SERVER inventory_cluster OPTIONS (user 'postgres'
 ALTER DATABASE shop SET inventory_router.short_recheck = 0;
 SELECT inventory.restock('FLASH-1', $UNITS, 'delivery-1');
 SELECT count(*) FROM inventory.split('FLASH-1', $NODES);
-SELECT count(*) FROM inventory.rebalance('FLASH-1');
 SQL
 	# node_figures P: units moved in and out by transfers, sold (CONFIRMED),
 	# held (PENDING) and left for sale of FLASH-1 on partition P, and
@@ -140,13 +139,15 @@ SELECT coalesce(sum(qty) FILTER (WHERE kind = 'restock' AND order_id LIKE 'inven
   FROM inventory.ledger WHERE sku = 'FLASH-1'
 SQL
 	}
-	# bucket, units and transfers so far (the split's) of each partition
+	# bucket and units of each partition, from a rebalance as the README
+	# advises before a sale (it forgets the unsplit layout), and the
+	# transfers so far (the split's)
 	declare -A BUCKET START IN0 OUT0
+	while IFS='|' read -r b p a; do BUCKET[$p]=$b; START[$p]=$a; done < <(psql_in shop -At \
+		-c "SELECT bucket, part, available FROM inventory.rebalance('FLASH-1')")
 	for p in $(seq 0 $((NODES - 1))); do
 		IFS='|' read -r "IN0[$p]" "OUT0[$p]" _ <<<"$(node_figures "$p")"
 	done
-	while IFS='|' read -r b p a; do BUCKET[$p]=$b; START[$p]=$a; done < <(psql_in shop -At \
-		-c "SELECT bucket, part, available FROM inventory._bucket_report('FLASH-1')")
 	inv_log "through the router: $TOTAL buyers, $UNITS units of FLASH-1 in $NODES buckets, $CLIENTS connections"
 	inv_as_pg pgbench -n -M prepared -c "$CLIENTS" -j 2 -t "$PER_CLIENT" -P 1 \
 		-l --log-prefix="$DIR/latency-shop" -D sku=FLASH-1 -D pay=9 -f "$DIR/buyer_router.sql" shop 2>&1 |
