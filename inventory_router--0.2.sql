@@ -131,9 +131,10 @@ $$;
 COMMENT ON FUNCTION inventory.partitions() IS
 	'the number of partitions of the server inventory_cluster (its options p0, p1, ...)';
 
--- As PL/Proxy maps a hash: bits of it (a power of two partitions), or the
--- remainder with the server option modular_mapping.
-CREATE FUNCTION inventory.partition_of(sku text) RETURNS integer
+-- As PL/Proxy maps a RUN ON value: bits of it (a power of two partitions),
+-- or the remainder with the server option modular_mapping.  A partition
+-- number maps to itself.
+CREATE FUNCTION inventory._part_of_hash(route integer) RETURNS integer
 	LANGUAGE sql STABLE PARALLEL SAFE
 	AS $$
 	SELECT CASE WHEN EXISTS (SELECT FROM pg_catalog.pg_foreign_server s,
@@ -141,10 +142,16 @@ CREATE FUNCTION inventory.partition_of(sku text) RETURNS integer
 								WHERE s.srvname OPERATOR(pg_catalog.=) 'inventory_cluster'
 								  AND o.option_name OPERATOR(pg_catalog.=) 'modular_mapping'
 								  AND o.option_value OPERATOR(pg_catalog.=) '1')
-				THEN pg_catalog.abs(inventory.sku_hash($1) OPERATOR(pg_catalog.%) n)
-				ELSE inventory.sku_hash($1) OPERATOR(pg_catalog.&) (n OPERATOR(pg_catalog.-) 1) END
+				THEN pg_catalog.abs($1 OPERATOR(pg_catalog.%) n)
+				ELSE $1 OPERATOR(pg_catalog.&) (n OPERATOR(pg_catalog.-) 1) END
 	  FROM (SELECT inventory.partitions() AS n) p
 $$;
+COMMENT ON FUNCTION inventory._part_of_hash(integer) IS
+	'the partition PL/Proxy runs a call on for a RUN ON value';
+
+CREATE FUNCTION inventory.partition_of(sku text) RETURNS integer
+	LANGUAGE sql STABLE PARALLEL SAFE
+	AS $$ SELECT inventory._part_of_hash(inventory.sku_hash($1)) $$;
 COMMENT ON FUNCTION inventory.partition_of(text) IS
 	'the partition that owns a SKU: the one PL/Proxy routes its calls to';
 
@@ -242,15 +249,14 @@ COMMENT ON FUNCTION inventory._key_at(integer[], text, integer, text) IS
 	'those of the partitions that hold the key for the SKU';
 
 -- Where a key of a split SKU is, or goes: its bucket in a former layout
--- that holds it, else its bucket now.
-CREATE FUNCTION inventory._key_part(sku text, order_id text, batch_id integer, buyer_id text,
-									parts integer[])
+-- that holds it, else home, its bucket now (the caller's _home of the
+-- current layout for basis, the buyer or the order).
+CREATE FUNCTION inventory._key_part(sku text, order_id text, batch_id integer, basis text,
+									home integer)
 	RETURNS integer
 	LANGUAGE plpgsql STABLE
 	AS $$
 DECLARE
-	basis text := coalesce(_key_part.buyer_id, _key_part.order_id);
-	home integer := inventory._home(_key_part.parts, basis);
 	former integer[];
 	found integer;
 BEGIN
@@ -258,7 +264,7 @@ BEGIN
 		RAISE EXCEPTION 'order_id must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
 	former := ARRAY(SELECT DISTINCT h
-					  FROM (SELECT inventory._home(l.parts, basis) h
+					  FROM (SELECT inventory._home(l.parts, _key_part.basis) h
 							  FROM inventory.bucket_layout l
 							 WHERE l.sku = _key_part.sku
 							 ORDER BY l.generation DESC OFFSET 1) x
@@ -273,7 +279,7 @@ BEGIN
 	RETURN home;
 END
 $$;
-COMMENT ON FUNCTION inventory._key_part(text, text, integer, text, integer[]) IS
+COMMENT ON FUNCTION inventory._key_part(text, text, integer, text, integer) IS
 	'the partition of the bucket where a key of a split SKU is, or goes';
 
 -- The RUN ON value of a reservation: the SKU's hash, or the partition of
@@ -288,30 +294,15 @@ BEGIN
 	IF parts IS NULL THEN
 		RETURN inventory.sku_hash(_route.sku);
 	END IF;
-	RETURN inventory._key_part(_route.sku, _route.order_id, _route.batch_id, _route.buyer_id, parts);
+	RETURN inventory._key_part(_route.sku, _route.order_id, _route.batch_id,
+							   coalesce(_route.buyer_id, _route.order_id),
+							   inventory._home(parts, coalesce(_route.buyer_id, _route.order_id)));
 END
 $$;
 COMMENT ON FUNCTION inventory._route(text, text, integer, text) IS
 	'the value a reservation is routed by: hashtext(sku), or the partition of its bucket';
 
-CREATE FUNCTION inventory._route_part(sku text, order_id text, batch_id integer, buyer_id text)
-	RETURNS integer
-	LANGUAGE plpgsql STABLE
-	AS $$
-DECLARE
-	parts integer[] := inventory._bucket_parts(_route_part.sku);
-BEGIN
-	IF parts IS NULL THEN
-		RETURN inventory.partition_of(_route_part.sku);
-	END IF;
-	RETURN inventory._key_part(_route_part.sku, _route_part.order_id, _route_part.batch_id,
-							   _route_part.buyer_id, parts);
-END
-$$;
-COMMENT ON FUNCTION inventory._route_part(text, text, integer, text) IS
-	'the partition a reservation goes to: its SKU''s, or its bucket''s';
-
-CREATE FUNCTION inventory._reserve_at(part integer, sku text, qty bigint, order_id text,
+CREATE FUNCTION inventory._reserve_at(route integer, sku text, qty bigint, order_id text,
 									  batch_id integer, ttl interval, expected_version bigint,
 									  buyer_id text)
 	RETURNS inventory.result
@@ -319,11 +310,11 @@ CREATE FUNCTION inventory._reserve_at(part integer, sku text, qty bigint, order_
 	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
 	AS $$
 	CLUSTER 'inventory_cluster';
-	RUN ON part;
+	RUN ON route;
 	SELECT * FROM inventory.reserve(sku, qty, order_id, batch_id, ttl, expected_version, buyer_id);
 $$;
 COMMENT ON FUNCTION inventory._reserve_at(integer, text, bigint, text, integer, interval, bigint, text) IS
-	'reserve() on one partition';
+	'reserve() on one partition (route: sku_hash(sku) or a partition number)';
 
 CREATE FUNCTION inventory._available_at(parts integer[], avail_sku text)
 	RETURNS TABLE (part integer, available bigint)
@@ -529,9 +520,9 @@ BEGIN
 											 _reserve_split.sku, pg_catalog.cardinality(parts)),
 				  HINT = 'Reserve without expected_version, or merge the SKU with inventory.merge().';
 	END IF;
-	part := inventory._key_part(_reserve_split.sku, _reserve_split.order_id, _reserve_split.batch_id,
-								_reserve_split.buyer_id, parts);
 	home := inventory._home(parts, coalesce(_reserve_split.buyer_id, _reserve_split.order_id));
+	part := inventory._key_part(_reserve_split.sku, _reserve_split.order_id, _reserve_split.batch_id,
+								coalesce(_reserve_split.buyer_id, _reserve_split.order_id), home);
 	r := inventory._reserve_at(part, _reserve_split.sku, _reserve_split.qty, _reserve_split.order_id,
 							   _reserve_split.batch_id, _reserve_split.ttl, NULL, _reserve_split.buyer_id);
 	IF part <> home OR r.status NOT IN ('insufficient', 'unknown_sku') THEN
@@ -571,29 +562,18 @@ COMMENT ON FUNCTION inventory._reserve_split(text, bigint, text, integer, interv
 -- Split, merge, rebalance: administration, under live traffic, rerunnable
 ------------------------------------------------------------------------------
 
-CREATE FUNCTION inventory._transfer_rows()
+CREATE FUNCTION inventory._transfer_rows(parts integer[])
 	RETURNS TABLE (order_id text, batch_id integer, sku text, qty bigint)
 	LANGUAGE plproxy
 	AS $$
 	CLUSTER 'inventory_cluster';
-	RUN ON ALL;
+	SPLIT parts;
+	RUN ON parts;
 	SELECT l.order_id, l.batch_id, l.sku, l.qty FROM inventory.ledger l
 	 WHERE l.order_id >= 'inventory:transfer:' AND l.order_id < 'inventory:transfer;';
 $$;
-COMMENT ON FUNCTION inventory._transfer_rows() IS
-	'the movements of transfers on every partition';
-
-CREATE FUNCTION inventory._transfer_rows_at(part integer)
-	RETURNS TABLE (order_id text, batch_id integer, sku text, qty bigint)
-	LANGUAGE plproxy
-	AS $$
-	CLUSTER 'inventory_cluster';
-	RUN ON part;
-	SELECT l.order_id, l.batch_id, l.sku, l.qty FROM inventory.ledger l
-	 WHERE l.order_id >= 'inventory:transfer:' AND l.order_id < 'inventory:transfer;';
-$$;
-COMMENT ON FUNCTION inventory._transfer_rows_at(integer) IS
-	'the movements of transfers on one partition';
+COMMENT ON FUNCTION inventory._transfer_rows(integer[]) IS
+	'the movements of transfers on the partitions';
 
 -- Restocks, by their keys, the units of a SKU's transfers that were
 -- withdrawn and never restocked; the units restocked.
@@ -605,8 +585,10 @@ DECLARE
 	rules record;
 	done bigint := 0;
 BEGIN
-	FOR t IN WITH x AS MATERIALIZED (SELECT * FROM inventory._transfer_rows() r
-									  WHERE r.sku = _finish_transfers.sku)
+	FOR t IN WITH x AS MATERIALIZED (
+				SELECT * FROM inventory._transfer_rows(
+								ARRAY(SELECT pg_catalog.generate_series(0, inventory.partitions() - 1))) r
+				 WHERE r.sku = _finish_transfers.sku)
 			 SELECT w.order_id, w.qty, pg_catalog.split_part(w.order_id, ':', 4)::integer AS target
 			   FROM x w
 			  WHERE w.batch_id = 1
@@ -850,20 +832,6 @@ COMMENT ON COLUMN inventory.buckets.former_layouts IS
 -- plain PL/Proxy functions: a split SKU's bucket 0.
 ------------------------------------------------------------------------------
 
--- the node's reserve on the SKU's partition: the route of an unsplit SKU
-CREATE FUNCTION inventory._reserve(sku text, qty bigint, order_id text, batch_id integer,
-								   ttl interval, expected_version bigint, buyer_id text)
-	RETURNS inventory.result
-	LANGUAGE plproxy
-	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
-	AS $$
-	CLUSTER 'inventory_cluster';
-	RUN ON inventory.sku_hash(sku);
-	SELECT * FROM inventory.reserve(sku, qty, order_id, batch_id, ttl, expected_version, buyer_id);
-$$;
-COMMENT ON FUNCTION inventory._reserve(text, bigint, text, integer, interval, bigint, text) IS
-	'reserve() on the node of sku';
-
 CREATE FUNCTION inventory.reserve(sku text, qty bigint, order_id text,
 								  batch_id integer DEFAULT 1,
 								  ttl interval DEFAULT NULL,
@@ -876,8 +844,9 @@ DECLARE
 	parts integer[] := inventory._bucket_parts(reserve.sku);
 BEGIN
 	IF parts IS NULL THEN
-		RETURN inventory._reserve(reserve.sku, reserve.qty, reserve.order_id, reserve.batch_id,
-								  reserve.ttl, reserve.expected_version, reserve.buyer_id);
+		RETURN inventory._reserve_at(inventory.sku_hash(reserve.sku), reserve.sku, reserve.qty,
+									 reserve.order_id, reserve.batch_id, reserve.ttl,
+									 reserve.expected_version, reserve.buyer_id);
 	END IF;
 	RETURN inventory._reserve_split(reserve.sku, reserve.qty, reserve.order_id, reserve.batch_id,
 									reserve.ttl, reserve.expected_version, reserve.buyer_id, parts);
@@ -1062,30 +1031,40 @@ $$;
 COMMENT ON FUNCTION inventory._answer_of_one(inventory.result[], text, text, integer) IS
 	'the answer of the one node that knows a key; ERROR 21000 when several do';
 
-CREATE FUNCTION inventory._confirm_on(order_id text, batch_id integer, sku text)
-	RETURNS inventory.result
+-- confirm() or cancel() (op) by key, in one statement on the node: each
+-- branch sits under a one-time filter on op (also in a generic plan), so
+-- the other operation's function never runs.
+-- route: a RUN ON value, sku_hash(sku) or a partition number.
+CREATE FUNCTION inventory._settle_at(op text, route integer, order_id text, batch_id integer)
+	RETURNS SETOF inventory.result
 	LANGUAGE plproxy
 	AS $$
 	CLUSTER 'inventory_cluster';
-	RUN ON inventory.sku_hash(sku);
-	SELECT * FROM inventory.confirm(order_id, batch_id);
+	RUN ON route;
+	SELECT * FROM inventory.confirm(order_id, batch_id) WHERE op = 'confirm'
+	UNION ALL
+	SELECT * FROM inventory.cancel(order_id, batch_id) WHERE op = 'cancel';
 $$;
-COMMENT ON FUNCTION inventory._confirm_on(text, integer, text) IS 'confirm() on the node of sku';
+COMMENT ON FUNCTION inventory._settle_at(text, integer, text, integer) IS
+	'confirm() or cancel() (op) on one partition';
 
-CREATE FUNCTION inventory._confirm_all(order_id text, batch_id integer)
+CREATE FUNCTION inventory._settle_all(op text, order_id text, batch_id integer)
 	RETURNS SETOF inventory.result
 	LANGUAGE plproxy
 	AS $$
 	CLUSTER 'inventory_cluster';
 	RUN ON ALL;
-	TARGET inventory.confirm;
+	SELECT * FROM inventory.confirm(order_id, batch_id) WHERE op = 'confirm'
+	UNION ALL
+	SELECT * FROM inventory.cancel(order_id, batch_id) WHERE op = 'cancel';
 $$;
-COMMENT ON FUNCTION inventory._confirm_all(text, integer) IS 'confirm() on every node';
+COMMENT ON FUNCTION inventory._settle_all(text, text, integer) IS
+	'confirm() or cancel() (op) on every node';
 
--- confirm() on those of the partitions that hold the key for the SKU: the
--- bucket of a split SKU that has the reservation
-CREATE FUNCTION inventory._confirm_keyed(parts integer[], key_order text, key_batch integer,
-									key_sku text)
+-- confirm() or cancel() on those of the partitions that hold the key for
+-- the SKU: the bucket of a split SKU that has the reservation
+CREATE FUNCTION inventory._settle_keyed(op text, parts integer[], key_order text,
+										key_batch integer, key_sku text)
 	RETURNS SETOF inventory.result
 	LANGUAGE plproxy
 	AS $$
@@ -1093,11 +1072,39 @@ CREATE FUNCTION inventory._confirm_keyed(parts integer[], key_order text, key_ba
 	SPLIT parts;
 	RUN ON parts;
 	SELECT r.* FROM inventory.ledger l
-	 CROSS JOIN LATERAL inventory.confirm(l.order_id, l.batch_id) r
+	 CROSS JOIN LATERAL (
+		SELECT * FROM inventory.confirm(l.order_id, l.batch_id) WHERE op = 'confirm'
+		UNION ALL
+		SELECT * FROM inventory.cancel(l.order_id, l.batch_id) WHERE op = 'cancel') r
 	 WHERE l.order_id = key_order AND l.batch_id = key_batch AND l.sku = key_sku;
 $$;
-COMMENT ON FUNCTION inventory._confirm_keyed(integer[], text, integer, text) IS
-	'confirm() of a key of a SKU on those of the partitions that hold it';
+COMMENT ON FUNCTION inventory._settle_keyed(text, integer[], text, integer, text) IS
+	'confirm() or cancel() (op) of a key of a SKU on those of the partitions that hold it';
+
+-- confirm() or cancel() as the router routes it: with the SKU, on its
+-- partition, or on the buckets of a split SKU; without it, on every node
+CREATE FUNCTION inventory._settle(op text, order_id text, batch_id integer, sku text)
+	RETURNS inventory.result
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	r inventory.result;
+BEGIN
+	IF _settle.sku IS NOT NULL AND inventory._bucket_parts(_settle.sku) IS NULL THEN
+		SELECT * INTO r FROM inventory._settle_at(op, inventory.sku_hash(_settle.sku),
+												  _settle.order_id, _settle.batch_id);
+		RETURN r;
+	END IF;
+	RETURN inventory._answer_of_one(
+		CASE WHEN _settle.sku IS NULL
+			 THEN ARRAY(SELECT a FROM inventory._settle_all(op, _settle.order_id, _settle.batch_id) a)
+			 ELSE ARRAY(SELECT a FROM inventory._settle_keyed(op, inventory._sku_parts(_settle.sku),
+									_settle.order_id, _settle.batch_id, _settle.sku) a) END,
+		op, _settle.order_id, _settle.batch_id);
+END
+$$;
+COMMENT ON FUNCTION inventory._settle(text, text, integer, text) IS
+	'confirm() or cancel() (op) by key, routed as the router routes them';
 
 CREATE FUNCTION inventory.confirm(order_id text, batch_id integer DEFAULT 1,
 								  sku text DEFAULT NULL)
@@ -1105,58 +1112,11 @@ CREATE FUNCTION inventory.confirm(order_id text, batch_id integer DEFAULT 1,
 	LANGUAGE plpgsql
 	AS $$
 BEGIN
-	IF confirm.sku IS NOT NULL AND inventory._bucket_parts(confirm.sku) IS NOT NULL THEN
-		RETURN inventory._answer_of_one(
-			ARRAY(SELECT a FROM inventory._confirm_keyed(inventory._sku_parts(confirm.sku),
-					confirm.order_id, confirm.batch_id, confirm.sku) a),
-			'confirm', confirm.order_id, confirm.batch_id);
-	ELSIF confirm.sku IS NOT NULL THEN
-		RETURN inventory._confirm_on(confirm.order_id, confirm.batch_id, confirm.sku);
-	END IF;
-	RETURN inventory._answer_of_one(
-		ARRAY(SELECT a FROM inventory._confirm_all(confirm.order_id, confirm.batch_id) a),
-		'confirm', confirm.order_id, confirm.batch_id);
+	RETURN inventory._settle('confirm', confirm.order_id, confirm.batch_id, confirm.sku);
 END
 $$;
 COMMENT ON FUNCTION inventory.confirm(text, integer, text) IS
 	'confirm a PENDING reservation: its units leave on_hand; with sku, on its node, else on the node that knows the key';
-
-CREATE FUNCTION inventory._cancel_on(order_id text, batch_id integer, sku text)
-	RETURNS inventory.result
-	LANGUAGE plproxy
-	AS $$
-	CLUSTER 'inventory_cluster';
-	RUN ON inventory.sku_hash(sku);
-	SELECT * FROM inventory.cancel(order_id, batch_id);
-$$;
-COMMENT ON FUNCTION inventory._cancel_on(text, integer, text) IS 'cancel() on the node of sku';
-
-CREATE FUNCTION inventory._cancel_all(order_id text, batch_id integer)
-	RETURNS SETOF inventory.result
-	LANGUAGE plproxy
-	AS $$
-	CLUSTER 'inventory_cluster';
-	RUN ON ALL;
-	TARGET inventory.cancel;
-$$;
-COMMENT ON FUNCTION inventory._cancel_all(text, integer) IS 'cancel() on every node';
-
--- cancel() on those of the partitions that hold the key for the SKU: the
--- bucket of a split SKU that has the reservation
-CREATE FUNCTION inventory._cancel_keyed(parts integer[], key_order text, key_batch integer,
-									key_sku text)
-	RETURNS SETOF inventory.result
-	LANGUAGE plproxy
-	AS $$
-	CLUSTER 'inventory_cluster';
-	SPLIT parts;
-	RUN ON parts;
-	SELECT r.* FROM inventory.ledger l
-	 CROSS JOIN LATERAL inventory.cancel(l.order_id, l.batch_id) r
-	 WHERE l.order_id = key_order AND l.batch_id = key_batch AND l.sku = key_sku;
-$$;
-COMMENT ON FUNCTION inventory._cancel_keyed(integer[], text, integer, text) IS
-	'cancel() of a key of a SKU on those of the partitions that hold it';
 
 CREATE FUNCTION inventory.cancel(order_id text, batch_id integer DEFAULT 1,
 								 sku text DEFAULT NULL)
@@ -1164,17 +1124,7 @@ CREATE FUNCTION inventory.cancel(order_id text, batch_id integer DEFAULT 1,
 	LANGUAGE plpgsql
 	AS $$
 BEGIN
-	IF cancel.sku IS NOT NULL AND inventory._bucket_parts(cancel.sku) IS NOT NULL THEN
-		RETURN inventory._answer_of_one(
-			ARRAY(SELECT a FROM inventory._cancel_keyed(inventory._sku_parts(cancel.sku),
-					cancel.order_id, cancel.batch_id, cancel.sku) a),
-			'cancel', cancel.order_id, cancel.batch_id);
-	ELSIF cancel.sku IS NOT NULL THEN
-		RETURN inventory._cancel_on(cancel.order_id, cancel.batch_id, cancel.sku);
-	END IF;
-	RETURN inventory._answer_of_one(
-		ARRAY(SELECT a FROM inventory._cancel_all(cancel.order_id, cancel.batch_id) a),
-		'cancel', cancel.order_id, cancel.batch_id);
+	RETURN inventory._settle('cancel', cancel.order_id, cancel.batch_id, cancel.sku);
 END
 $$;
 COMMENT ON FUNCTION inventory.cancel(text, integer, text) IS
@@ -1527,16 +1477,6 @@ $$;
 COMMENT ON FUNCTION inventory._cart_top_up(integer, text[], bigint[], inventory.result[]) IS
 	'move units of the split SKUs that refused a cart part into its partition''s buckets; whether any moved';
 
-CREATE FUNCTION inventory._cancel_at(part integer, order_id text, batch_id integer)
-	RETURNS inventory.result
-	LANGUAGE plproxy
-	AS $$
-	CLUSTER 'inventory_cluster';
-	RUN ON part;
-	SELECT * FROM inventory.cancel(order_id, batch_id);
-$$;
-COMMENT ON FUNCTION inventory._cancel_at(integer, text, integer) IS 'cancel() on one partition';
-
 -- Cancels the lines made, by their keys; a line that cannot be cancelled
 -- (its node failed meanwhile) is left to its ttl, with a warning.
 CREATE FUNCTION inventory._cancel_lines(order_id text, parts integer[], batch_ids integer[],
@@ -1549,7 +1489,7 @@ DECLARE
 BEGIN
 	FOREACH k IN ARRAY lines LOOP
 		BEGIN
-			PERFORM inventory._cancel_at(parts[k], order_id, batch_ids[k]);
+			PERFORM inventory._settle_at('cancel', parts[k], order_id, batch_ids[k]);
 		EXCEPTION WHEN OTHERS THEN
 			RAISE WARNING 'line (%, %) of a refused cart could not be cancelled on partition %: %',
 				order_id, batch_ids[k], parts[k], SQLERRM
@@ -1596,8 +1536,8 @@ BEGIN
 	PERFORM inventory._check_elements(skus, qtys, ARRAY[order_id],
 									  CASE WHEN buyer_id IS NULL THEN '{}'::text[] ELSE ARRAY[buyer_id] END);
 	-- the partition of each line: its SKU's, or its bucket's for a split SKU
-	parts := ARRAY(SELECT inventory._route_part(skus[i], order_id,
-												coalesce(batch_ids[i], i::integer), buyer_id)
+	parts := ARRAY(SELECT inventory._part_of_hash(inventory._route(skus[i], order_id,
+												coalesce(batch_ids[i], i::integer), buyer_id))
 					 FROM pg_catalog.generate_subscripts(skus, 1) i);
 
 	-- one node: its own cart, atomic, in one call (again once after units
@@ -1911,7 +1851,7 @@ BEGIN
 		BEGIN
 			SELECT true, NULL, x.skus, x.holds INTO n.reachable, n.error, n.skus, n.holds
 			  FROM inventory._node_info(i) x;
-			FOR t IN SELECT * FROM inventory._transfer_rows_at(i) LOOP
+			FOR t IN SELECT * FROM inventory._transfer_rows(ARRAY[i]) LOOP
 				moves := moves || (t.order_id || '/' || t.batch_id);
 				IF t.batch_id = 1 THEN
 					sent := sent || t.order_id;
@@ -2011,10 +1951,10 @@ GRANT EXECUTE ON FUNCTION
 	inventory.partitions(),
 	inventory.partition_of(text),
 	inventory._answer_of_one(inventory.result[], text, text, integer),
-	inventory._confirm_on(text, integer, text),
-	inventory._confirm_all(text, integer),
-	inventory._cancel_on(text, integer, text),
-	inventory._cancel_all(text, integer),
+	inventory._settle_at(text, integer, text, integer),
+	inventory._settle_all(text, text, integer),
+	inventory._settle_keyed(text, integer[], text, integer, text),
+	inventory._settle(text, text, integer, text),
 	inventory._extend_on(text, integer, interval, text),
 	inventory._extend_all(text, integer, interval),
 	inventory._confirm_order_all(text),
@@ -2024,26 +1964,22 @@ GRANT EXECUTE ON FUNCTION
 	inventory._check_elements(text[], bigint[], text[], text[]),
 	inventory._reserve_many(integer[], integer[], text[], bigint[], text[], interval, text[]),
 	inventory._reserve_cart_on(integer, text, text[], bigint[], interval, text, integer[]),
-	inventory._cancel_at(integer, text, integer),
 	inventory._cancel_lines(text, integer[], integer[], integer[]),
 	inventory._stock(),
-	inventory._reserve(text, bigint, text, integer, interval, bigint, text),
 	inventory._available(text),
 	inventory._bucket_parts(text),
 	inventory._sku_parts(text),
 	inventory._home(integer[], text),
 	inventory._key_at(integer[], text, integer, text),
-	inventory._key_part(text, text, integer, text, integer[]),
+	inventory._key_part(text, text, integer, text, integer),
 	inventory._route(text, text, integer, text),
-	inventory._route_part(text, text, integer, text),
+	inventory._part_of_hash(integer),
 	inventory._reserve_at(integer, text, bigint, text, integer, interval, bigint, text),
 	inventory._available_at(integer[], text),
 	inventory._top_up(text, integer, bigint),
 	inventory._reserve_split(text, bigint, text, integer, interval, bigint, text, integer[]),
 	inventory._reserve_short(text),
 	inventory._cart_top_up(integer, text[], bigint[], inventory.result[]),
-	inventory._confirm_keyed(integer[], text, integer, text),
-	inventory._cancel_keyed(integer[], text, integer, text),
 	inventory._extend_keyed(integer[], text, integer, interval, text)
 TO inventory_app;
 GRANT SELECT ON inventory.stock, inventory.bucket_layout, inventory.buckets TO inventory_app;
@@ -2074,8 +2010,7 @@ GRANT EXECUTE ON FUNCTION
 	inventory._restock_at(integer, text, bigint, text, bigint, timestamptz, timestamptz),
 	inventory._rules_of(text),
 	inventory._transfer(text, integer, integer, bigint),
-	inventory._transfer_rows(),
-	inventory._transfer_rows_at(integer),
+	inventory._transfer_rows(integer[]),
 	inventory._finish_transfers(text),
 	inventory._misrouted_at(integer[], text, integer[]),
 	inventory._forget_layouts(text),
