@@ -23,6 +23,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -209,6 +210,25 @@ CheckTransition(const LedgerRow *old, const LedgerRow *new, TimestampTz now)
 				 errhint("Cancel it instead.")));
 }
 
+/*
+ * A transaction becomes visible to others a moment before its commit
+ * callback adds its changes to the SKUs' counters (pending.c).  One that
+ * settles or extends a reservation therefore first waits for the
+ * transaction that wrote the row to release its lock, which it does after
+ * that callback: the counters never take a reservation out before they
+ * have put it in, so reserved is never seen below zero.  An extend waits
+ * too, so that whoever settles the row after it waits, through it, for
+ * the maker.
+ */
+static void
+WaitForWriter(HeapTuple tuple)
+{
+	TransactionId xmin = HeapTupleHeaderGetXmin(tuple->t_data);
+
+	if (TransactionIdIsNormal(xmin) && !TransactionIdIsCurrentTransactionId(xmin))
+		XactLockTableWait(xmin, NULL, NULL, XLTW_None);
+}
+
 static HeapTuple
 LedgerBefore(TriggerData *td, const InvCatalog *cat)
 {
@@ -290,6 +310,8 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 	{
 		LedgerDecode(td->tg_newtuple, desc, &new);
 		SkuKey(old.sku, &key);
+		if (old.kind == INV_KIND_RESERVE && old.state == INV_PENDING)
+			WaitForWriter(td->tg_trigtuple);
 
 		if (old.folded)
 			ereport(ERROR,

@@ -1,0 +1,139 @@
+# The commit window: a transaction becomes visible to others a moment
+# before its commit callback adds its changes to the SKU's counters in
+# shared memory.  A transaction that settles or extends a reservation made
+# in that moment must wait for the callback; otherwise the counters take the
+# reservation out before they have put it in, and inventory.sku_stats shows
+# reserved below zero (the torture test once caught it).
+#
+# The moment is held open with gdb: a breakpoint on CacheEndTxn stops the
+# reserving backend inside its commit, after its row became visible.  For
+# each way to settle or extend -- confirm(), a cancel written by hand,
+# extend(), expire() -- the test checks that the window is open (the row is
+# seen, the counters do not have it yet), that the second transaction waits
+# for the first one's lock, that the counters never go below zero meanwhile,
+# and that both finish with the counters right once the first goes on.
+use strict;
+use warnings;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(wait_until);
+
+my $node = PostgreSQL::Test::Cluster->new('commit_window');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'inventory'
+inventory.worker_enabled = off
+});
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION inventory;
+SELECT inventory.restock('W', 10, 'in-W');
+});
+
+my $timeout = $PostgreSQL::Test::Utils::timeout_default;
+
+sub counters
+{
+	return $node->safe_psql('postgres',
+		"SELECT on_hand || ' ' || reserved || ' ' || holds || ' ' || in_flight FROM inventory.sku_stats WHERE sku = 'W'");
+}
+
+# A psql session driven by hand: start it, write to it, read what it said.
+sub session
+{
+	my %s = (in => '', out => '', err => '');
+	$s{run} = IPC::Run::start(
+		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres') ],
+		'<', \$s{in}, '>', \$s{out}, '2>', \$s{err},
+		IPC::Run::timeout($timeout));
+	return \%s;
+}
+
+sub said
+{
+	my ($s, $re) = @_;
+	$s->{run}->pump_nb;
+	return $s->{out} =~ $re;
+}
+
+sub wait_said
+{
+	my ($s, $re) = @_;
+	$s->{run}->pump until $s->{out} =~ $re;
+}
+
+# window(key, ttl, statement, its answer, counters after both): the
+# reservation is made under key by one session and held in the middle of
+# its commit; statement runs in a second one.
+sub window
+{
+	my ($key, $ttl, $stmt, $answer, $after) = @_;
+	my $before = counters();
+	my ($on_hand, $reserved) = split / /, $before;
+
+	my $maker = session();
+	$maker->{in} .= "BEGIN;\nSELECT status FROM inventory.reserve('W', 1, '$key', ttl => '$ttl');\nSELECT 'pid=' || pg_backend_pid();\n";
+	wait_said($maker, qr/^pid=(\d+)$/m);
+	like($maker->{out}, qr/^ok$/m, "$key: reserved, not committed yet");
+	my ($pid) = $maker->{out} =~ /^pid=(\d+)$/m;
+
+	my %gdb = (in => "set pagination off\nset confirm off\nbreak CacheEndTxn\ncontinue\n", out => '');
+	$gdb{run} = IPC::Run::start([ 'gdb', '-q', '-nx', '-p', $pid ],
+		'<', \$gdb{in}, '>&', \$gdb{out}, IPC::Run::timeout($timeout));
+	$gdb{run}->pump until $gdb{out} =~ /Continuing\./ || !$gdb{run}->pumpable;
+	like($gdb{out}, qr/Breakpoint 1 at /, "$key: gdb attached to the maker and set its breakpoint")
+	  or diag($gdb{out});
+
+	$maker->{in} .= "COMMIT;\nSELECT 'committed';\n";
+	$maker->{run}->pump_nb;
+	$gdb{run}->pump until $gdb{out} =~ /Breakpoint 1, /;
+	is($node->safe_psql('postgres', "SELECT state FROM inventory.ledger WHERE order_id = '$key'")
+		  . ' ' . counters(),
+		"PENDING $on_hand $reserved 1 1",
+		"$key: in the window the row is seen, the counters do not have it yet");
+
+	my $settler = session();
+	$settler->{in} .= "SELECT 'pid=' || pg_backend_pid();\n$stmt;\n";
+	wait_said($settler, qr/^pid=(\d+)$/m);
+	my ($spid) = $settler->{out} =~ /^pid=(\d+)$/m;
+	my $waits = "SELECT $pid = ANY (pg_blocking_pids($spid))";
+	wait_until($timeout, sub {
+		$node->safe_psql('postgres', $waits) eq 't'
+		  || said($settler, qr/^\Q$answer\E$/m);
+	});
+	is($node->safe_psql('postgres', $waits), 't',
+		"$key: '$stmt' waits for the maker's commit to finish");
+	is(counters(), "$on_hand $reserved 1 1",
+		"$key: meanwhile the counters are unchanged, reserved not below zero");
+
+	$gdb{in} .= "detach\nquit\n";
+	$gdb{run}->finish;
+	wait_said($maker, qr/^committed$/m);
+	wait_said($settler, qr/^\Q$answer\E$/m);
+	pass("$key: once the maker goes on, both finish; '$stmt' answers $answer");
+	is(counters(), "$after 0 0", "$key: the counters have both");
+
+	$maker->{in} .= "\\q\n";
+	$maker->{run}->finish;
+	$settler->{in} .= "\\q\n";
+	$settler->{run}->finish;
+}
+
+window('k-confirm', '1 hour', "SELECT status FROM inventory.confirm('k-confirm')",
+	'ok', '9 0');
+window('k-cancel', '1 hour',
+	"WITH u AS (UPDATE inventory.ledger SET state = 'CANCELLED' WHERE order_id = 'k-cancel' RETURNING state) SELECT state FROM u",
+	'CANCELLED', '9 0');
+window('k-extend', '1 hour', "SELECT status FROM inventory.extend('k-extend', 1, '2 hours')",
+	'ok', '9 1');
+window('k-expire', '1 millisecond', 'SELECT inventory.expire()', '1', '9 1');
+
+is($node->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'),
+	'0', 'verify() is empty');
+
+$node->stop;
+done_testing();
