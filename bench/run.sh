@@ -589,6 +589,41 @@ for r in $(seq "$ROUNDS"); do
 done
 
 # ---------------------------------------------------------------- case 8: expiry
+# cpu_sampler OUT STOP: until STOP exists, every 0.1 s, appends a line
+# "round" and then "kind pid ticks" (user + system CPU since the process
+# started) to OUT for the bench database's inventory worker and every
+# autovacuum worker.
+cpu_sampler() {
+	local out=$1 stop=$2 pid kind args
+	: >"$out"
+	while [ ! -e "$stop" ]; do
+		echo round >>"$out"
+		while read -r pid args; do
+			case "$args" in
+			*"inventory worker for database bench"*) kind=worker ;;
+			*"autovacuum worker"*) kind=autovacuum ;;
+			*) continue ;;
+			esac
+			awk -v k="$kind" -v p="$pid" '{ sub(/^.*\) /, ""); print k, p, $12 + $13 }' \
+				"/proc/$pid/stat" 2>/dev/null >>"$out"
+		done < <(ps -eo pid=,args=)
+		sleep 0.1
+	done
+}
+# cpu_used OUT: "worker-seconds autovacuum-seconds autovacuum-processes"; a
+# process of the first round counts from there, one that came later from
+# its start
+cpu_used() {
+	awk -v hz="$(getconf CLK_TCK)" '
+		$1 == "round" { round++; next }
+		!($2 in lo) { lo[$2] = round == 1 ? $3 : 0; kind[$2] = $1 }
+		{ hi[$2] = $3 }
+		END {
+			for (p in hi) { cpu[kind[p]] += (hi[p] - lo[p]) / hz; if (kind[p] == "autovacuum") n++ }
+			printf "%.2f %.2f %d\n", cpu["worker"], cpu["autovacuum"], n
+		}' "$1"
+}
+
 if want 8; then
 	inv_log "case 8: a backlog of $BACKLOG overdue reservations"
 	sql "ALTER SYSTEM SET inventory.worker_enabled = off" >/dev/null
@@ -603,6 +638,11 @@ if want 8; then
 	# all there is to do
 	sql "SELECT pg_sleep(1.2)" >/dev/null
 	sql "SELECT inventory.expire()" >/dev/null
+	# and what the cases before left to vacuum: an autovacuum of their tables
+	# would take its share of the two cores from the worker while it clears
+	inv_log "case 8: VACUUM and CHECKPOINT first"
+	sql "VACUUM" >/dev/null
+	sql "CHECKPOINT" >/dev/null
 	sql "SELECT inventory.restock('EXP-1', $BACKLOG, 'stock-exp')" >/dev/null
 	chunk=$(((BACKLOG + 3) / 4))
 	for lo in $(seq 1 "$chunk" "$BACKLOG"); do
@@ -619,6 +659,8 @@ if want 8; then
 	pgbench_once 32 "$EXPIRY_LOAD" "$DIR/pgbench-8-load.log" reserve.sql -D sku=HOT-1 -D prefix=o8l- &
 	LOAD_PID=$!
 	sleep 1   # let the load ramp up
+	cpu_sampler "$DIR/case8-cpu" "$DIR/case8-stop" &
+	SAMPLER_PID=$!
 	EXPIRY_SECS=$(psql_b <<'SQL'
 SELECT clock_timestamp() AS t0 \gset
 ALTER SYSTEM SET inventory.worker_enabled = on;
@@ -626,7 +668,11 @@ SELECT pg_reload_conf() \gset
 SELECT bench_wait_no_overdue(:'t0', 600);
 SQL
 	)
+	touch "$DIR/case8-stop"
+	wait "$SAMPLER_PID"
 	wait "$LOAD_PID" || FAILED=1
+	# CPU seconds of the worker and of autovacuum while the backlog was cleared
+	read -r WORKER_CPU AUTOVAC_CPU AUTOVAC_N < <(cpu_used "$DIR/case8-cpu")
 	LOAD_TPS=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$DIR/pgbench-8-load.log")
 	# did the load run for the whole clearing?
 	LOAD_NOTE=
@@ -834,6 +880,18 @@ report() {
 		echo "| backlog | seconds | rows/s | case 4 TPS at 32 clients meanwhile |"
 		echo "|---:|---:|---:|---:|"
 		echo "| $(fmt "$BACKLOG") | $(fmt "${EXPIRY_SECS:-FAILED}" 2) | $(fmt "$EXPIRY_RATE") | $(fmt "${LOAD_TPS:-}")$LOAD_NOTE |"
+		echo
+		echo "The database was vacuumed and checkpointed first, so that nothing the earlier cases left" \
+			"competes with the worker. Meanwhile (sampled from /proc every 0.1 s):"
+		echo
+		echo "| worker CPU, s | worker's share of the clearing | rows per worker CPU-second | autovacuum workers | their CPU, s |"
+		echo "|---:|---:|---:|---:|---:|"
+		if num "${EXPIRY_SECS:-}" && num "${WORKER_CPU:-}" && awk -v w="$WORKER_CPU" 'BEGIN { exit !(w > 0) }'; then
+			echo "| $(fmt "$WORKER_CPU" 2) | $(awk -v w="$WORKER_CPU" -v s="$EXPIRY_SECS" 'BEGIN { printf "%.0f%%", 100 * w / s }') |" \
+				"$(fmt "$(awk -v n="$BACKLOG" -v w="$WORKER_CPU" 'BEGIN { printf "%.0f", n / w }')") | ${AUTOVAC_N:-0} | $(fmt "${AUTOVAC_CPU:-0}" 2) |"
+		else
+			echo "| — | — | — | ${AUTOVAC_N:-—} | ${AUTOVAC_CPU:-—} |"
+		fi
 	fi
 	if want 9; then
 		echo
