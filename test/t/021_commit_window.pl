@@ -124,7 +124,8 @@ sub window
 	$gdb{run}->finish;
 	wait_said($maker, qr/^committed$/m);
 	wait_said($settler, qr/^\Q$answer\E$/m);
-	pass("$key: once the maker goes on, both finish; '$stmt' answers $answer");
+	like($settler->{out}, qr/^pid=\d+\n\Q$answer\E\n$/,
+		"$key: once the maker goes on, both finish; '$stmt' answers $answer");
 	is(counters(), "$after 0 0", "$key: the counters have both");
 
 	$maker->{in} .= "\\q\n";
