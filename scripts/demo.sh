@@ -109,18 +109,8 @@ p99_ms() {
 if [ "$NODES" -gt 0 ]; then
 	cp "$INV_TOP/bench/sql/buyer_router.sql" "$DIR/" && chmod a+r "$DIR/buyer_router.sql"
 	inv_log "$NODES partition databases and a router"
-	opts=
-	for p in $(seq 0 $((NODES - 1))); do
-		inv_as_pg createdb "inv_p$p" && psql_in "inv_p$p" -c 'CREATE EXTENSION inventory' ||
-			inv_die "setting up partition $p failed"
-		opts+="${opts:+, }p$p 'host=$DIR port=$PGPORT dbname=inv_p$p'"
-	done
-	inv_as_pg createdb shop || inv_die "createdb shop failed"
+	inv_router_create "$NODES"
 	psql_in shop <<SQL >/dev/null || inv_die "setting up the router failed"
-CREATE EXTENSION plproxy;
-CREATE EXTENSION inventory_router;
-CREATE SERVER inventory_cluster FOREIGN DATA WRAPPER plproxy OPTIONS ($opts);
-CREATE USER MAPPING FOR PUBLIC SERVER inventory_cluster OPTIONS (user 'postgres');
 ALTER DATABASE shop SET inventory_router.short_recheck = 0;
 SELECT inventory.restock('FLASH-1', $UNITS, 'delivery-1');
 SELECT count(*) FROM inventory.split('FLASH-1', $NODES);

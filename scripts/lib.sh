@@ -7,6 +7,8 @@
 # inv_cluster_start DIR [CONF...]: initdb + start a scratch cluster with the
 #            extension preloaded; sets PGHOST/PGPORT for it.
 # inv_cluster_stop DIR: stops it.
+# inv_router_create N [SQL]: in that cluster, N partition databases and a
+#            router database over them.
 # inv_scratch_tree DIR: a copy of the checkout that the PostgreSQL user owns.
 
 INV_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -129,4 +131,27 @@ inv_cluster_stop() {
 	local dir=$1
 	[ -d "$dir/data" ] && inv_as_pg pg_ctl -D "$dir/data" -m fast -w stop >/dev/null 2>&1
 	return 0
+}
+
+# inv_router_create N [SQL]: in the cluster inv_cluster_start started, N
+# partition databases inv_p0 .. inv_p<N-1> with the extension (each then
+# running SQL, when given), and a router database shop with
+# inventory_router whose cluster inventory_cluster reaches them, as the
+# README shows it.
+inv_router_create() {
+	local n=$1 sql=${2:-} p opts=
+	for p in $(seq 0 $((n - 1))); do
+		inv_as_pg createdb "inv_p$p" &&
+			inv_as_pg psql -X -q -v ON_ERROR_STOP=1 -d "inv_p$p" -c 'CREATE EXTENSION inventory' \
+				${sql:+-c "$sql"} >/dev/null ||
+			inv_die "setting up partition $p failed"
+		opts+="${opts:+, }p$p 'host=$PGHOST port=$PGPORT dbname=inv_p$p'"
+	done
+	inv_as_pg createdb shop || inv_die "createdb shop failed"
+	inv_as_pg psql -X -q -v ON_ERROR_STOP=1 -d shop >/dev/null <<SQL || inv_die "setting up the router failed"
+CREATE EXTENSION plproxy;
+CREATE EXTENSION inventory_router;
+CREATE SERVER inventory_cluster FOREIGN DATA WRAPPER plproxy OPTIONS ($opts);
+CREATE USER MAPPING FOR PUBLIC SERVER inventory_cluster OPTIONS (user 'postgres');
+SQL
 }
