@@ -42,7 +42,10 @@
  * where used).  The SKUs' base rows are locked first, skipping any that a
  * stocktake holds: a fold never waits for a buyer or an administrator.  A
  * movement whose SKU has no base row -- a restore may load the ledger
- * first -- is not folded.
+ * first -- is not folded.  The batch is taken in SKU order, which only
+ * ledger_sku_idx gives cheaply: without it, the generic plan of a LIMIT
+ * query may read the ledger from its first page to find movements written
+ * at its end.
  */
 #define FOLD_SQL(WHERE) \
 	"WITH skus AS (" \
@@ -56,7 +59,7 @@
 	"   WHERE l.sku OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT sku FROM skus))" \
 	"   AND NOT l.folded" \
 	"   AND (l.state IS NULL OR l.state OPERATOR(pg_catalog.<>) 'PENDING')" \
-	"   LIMIT $1 FOR UPDATE SKIP LOCKED" \
+	"   ORDER BY l.sku LIMIT $1 FOR UPDATE SKIP LOCKED" \
 	"), marked AS (" \
 	"  UPDATE inventory.ledger l SET folded = true" \
 	"    FROM batch WHERE l.ctid OPERATOR(pg_catalog.=) batch.ctid" \
