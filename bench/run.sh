@@ -52,8 +52,8 @@
 #   3d  3 on a durable Redis: appendonly yes, appendfsync always (an
 #       acknowledged call survives a crash), a redis-server of its own
 #   4   inventory.reserve on one hot SKU, always succeeds (cases 4-7 call
-#       the API in the select list, SELECT inventory.reserve(...), the
-#       cheapest call form)
+#       the API in the select list asking for the status only, SELECT
+#       (inventory.reserve(...)).status, the cheapest call form)
 #   4b  4 on another hot SKU with max_per_buyer = 2, for a buyer drawn from
 #       9e18 (almost every call a buyer's first): the cost of the limit
 #   5   inventory.reserve on one sold-out SKU, always refused

@@ -1,4 +1,4 @@
 -- case 6: reserve 1 unit of a SKU drawn from :nskus, under a key of its own
 \set n random(1, 9000000000000000000)
 \set k random(1, :nskus)
-SELECT inventory.reserve('U-' || :k, 1, 'o6-' || :n);
+SELECT (inventory.reserve('U-' || :k, 1, 'o6-' || :n)).status;
