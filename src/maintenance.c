@@ -44,8 +44,8 @@
  * movement whose SKU has no base row -- a restore may load the ledger
  * first -- is not folded.  The batch is taken in SKU order, which only
  * ledger_sku_idx gives cheaply: without it, the generic plan of a LIMIT
- * query may read the ledger from its first page to find movements written
- * at its end.
+ * query on a large ledger may read it from its first page to find
+ * movements written at its end.
  */
 #define FOLD_SQL(WHERE) \
 	"WITH skus AS (" \
