@@ -4,12 +4,12 @@
 \set buyer random(1, 9000000000000000000)
 \set pays random(1, 10)
 BEGIN;
-SELECT ok AS got FROM inventory.reserve(:sku, 1, 'buyer-' || :buyer) \gset
+SELECT (inventory.reserve(:sku, 1, 'buyer-' || :buyer)).ok AS got \gset
 \if :got
   \if :pays <= :pay
-    SELECT status FROM inventory.confirm('buyer-' || :buyer);
+    SELECT (inventory.confirm('buyer-' || :buyer)).status;
   \else
-    SELECT status FROM inventory.cancel('buyer-' || :buyer);
+    SELECT (inventory.cancel('buyer-' || :buyer)).status;
   \endif
 \endif
 COMMIT;

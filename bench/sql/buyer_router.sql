@@ -5,12 +5,12 @@
 \set buyer random(1, 9000000000000000000)
 \set pays random(1, 10)
 BEGIN;
-SELECT ok AS got FROM inventory.reserve(:sku, 1, 'buyer-' || :buyer) \gset
+SELECT (inventory.reserve(:sku, 1, 'buyer-' || :buyer)).ok AS got \gset
 \if :got
   \if :pays <= :pay
-    SELECT status FROM inventory.confirm('buyer-' || :buyer, 1, :sku);
+    SELECT (inventory.confirm('buyer-' || :buyer, 1, :sku)).status;
   \else
-    SELECT status FROM inventory.cancel('buyer-' || :buyer, 1, :sku);
+    SELECT (inventory.cancel('buyer-' || :buyer, 1, :sku)).status;
   \endif
 \endif
 COMMIT;
