@@ -5,14 +5,13 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(inventory_node);
 
-my $node = PostgreSQL::Test::Cluster->new('race');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $node = inventory_node('race', qq{
 max_connections = 100
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION inventory;
 SELECT inventory.restock('HOT', 100, 'delivery');

@@ -6,16 +6,15 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(inventory_node);
 
-my $node = PostgreSQL::Test::Cluster->new('restart');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $node = inventory_node('restart', qq{
 restart_after_crash = on
 # the worker's folding would load SKUs into the cache by itself
 inventory.worker_enabled = off
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION inventory;
 SELECT inventory.restock('R-1', 10, 'delivery');

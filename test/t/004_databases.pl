@@ -4,11 +4,11 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(inventory_node);
 
-my $node = PostgreSQL::Test::Cluster->new('databases');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'inventory'");
-$node->start;
+my $node = inventory_node('databases');
 for my $db ('shop_a', 'shop_b')
 {
 	$node->safe_psql('postgres', "CREATE DATABASE $db");

@@ -6,15 +6,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(inventory_node);
 use Time::HiRes qw(time);
 
-my $node = PostgreSQL::Test::Cluster->new('worker');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $node = inventory_node('worker', qq{
 inventory.expire_interval = '200ms'
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION inventory;
 SELECT inventory.restock('W-1', 100, 'delivery');

@@ -5,16 +5,15 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(inventory_node);
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('worker_crash');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $node = inventory_node('worker_crash', qq{
 inventory.expire_interval = '200ms'
 restart_after_crash = on
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION inventory;
 SELECT inventory.restock('K-1', 100, 'delivery');

@@ -6,14 +6,13 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(inventory_node);
 
-my $node = PostgreSQL::Test::Cluster->new('worker_dbs');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $node = inventory_node('worker_dbs', qq{
 inventory.expire_interval = '200ms'
 });
-$node->start;
 
 for my $db ('shop_a', 'shop_b', 'plain')
 {

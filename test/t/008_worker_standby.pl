@@ -4,15 +4,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(inventory_node);
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $primary = inventory_node('primary', qq{
 inventory.expire_interval = '200ms'
 inventory.worker_enabled = off
-});
-$primary->start;
+}, allows_streaming => 1);
 $primary->safe_psql('postgres', q{
 CREATE EXTENSION inventory;
 SELECT inventory.restock('S-1', 10, 'delivery');

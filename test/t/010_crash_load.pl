@@ -33,7 +33,7 @@ use IPC::Run;
 use Time::HiRes qw(usleep time);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(wait_until);
+use InventoryTest qw(wait_until inventory_node);
 
 my $CLIENTS  = 16;
 my $TXNS     = 1500;    # per client and round: far more than run before the crash
@@ -47,10 +47,7 @@ my %LIMIT = ('LIM-1' => 3, 'LIM-2' => 2);
 my @LIM = sort keys %LIMIT;
 my $BUYERS = 10;
 
-my $node = PostgreSQL::Test::Cluster->new('crash_load');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $node = inventory_node('crash_load', qq{
 max_connections = 50
 restart_after_crash = on
 # the worker folds settled movements while the load runs, as in real life
@@ -58,7 +55,6 @@ inventory.expire_interval = '100ms'
 # 16 clients: logging every statement would dominate the log
 log_statement = none
 });
-$node->start;
 
 # Hot SKUs have stock enough that their reserves always succeed (so a
 # transaction reserving two of their batches is all-or-nothing by its rows

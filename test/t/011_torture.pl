@@ -60,6 +60,9 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(inventory_node);
 
 my $seconds = $ENV{INVENTORY_TORTURE_SECONDS} // 60;
 die "INVENTORY_TORTURE_SECONDS must be a whole number of seconds, at least 3\n"
@@ -81,15 +84,11 @@ my %mix = (
 	'expire.sql' => 1,        # expire()
 	'watch.sql' => 2);        # readers: nothing oversold at any instant
 
-my $node = PostgreSQL::Test::Cluster->new('torture');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $node = inventory_node('torture', qq{
 max_connections = 64
 inventory.expire_interval = '100ms'
 log_lock_waits = on
 });
-$node->start;
 $node->safe_psql('postgres', slurp_file("$dir/setup.sql"));
 $node->safe_psql('postgres', 'CREATE EXTENSION amcheck');
 

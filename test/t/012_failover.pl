@@ -19,7 +19,7 @@ use IPC::Run;
 use Time::HiRes qw(usleep time);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(wait_until);
+use InventoryTest qw(wait_until inventory_node);
 
 my $CLIENTS  = 6;
 my $TXNS     = 3000;    # per client: far more than run before the failover
@@ -28,14 +28,10 @@ my $DEADLINE = 60;
 my @SKUS = map { sprintf 'F-%02d', $_ } 1 .. 12;
 my $SKU_LIST = "ARRAY['" . join("','", @SKUS) . "']";
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $primary = inventory_node('primary', qq{
 inventory.expire_interval = '100ms'
 log_statement = none
-});
-$primary->start;
+}, allows_streaming => 1);
 $primary->safe_psql('postgres', qq{
 CREATE EXTENSION inventory;
 SELECT inventory.restock(sku, 60, 'stock-' || sku) FROM unnest($SKU_LIST) sku;

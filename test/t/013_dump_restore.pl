@@ -13,26 +13,19 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(history_sql);
+use InventoryTest qw(history_sql inventory_node);
 
 my $conf = qq{
-shared_preload_libraries = 'inventory'
 inventory.expire_interval = '100ms'
 log_statement = none
 };
 
 # the source keeps still while it is dumped: no worker
-my $src = PostgreSQL::Test::Cluster->new('source');
-$src->init;
-$src->append_conf('postgresql.conf', $conf . "inventory.worker_enabled = off\n");
-$src->start;
+my $src = inventory_node('source', $conf . "inventory.worker_enabled = off\n");
 
 # the target's worker starts once every route has been compared, so that
 # nothing is expired or folded before the comparison
-my $dst = PostgreSQL::Test::Cluster->new('target');
-$dst->init;
-$dst->append_conf('postgresql.conf', $conf . "inventory.worker_enabled = off\n");
-$dst->start;
+my $dst = inventory_node('target', $conf . "inventory.worker_enabled = off\n");
 
 # movements in every state, folded and not
 $src->safe_psql('postgres', 'CREATE DATABASE shop');

@@ -10,18 +10,17 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(inventory_node);
 use Time::HiRes qw(usleep time);
 
 my $DBS   = 20;
 my $BOUND = 3;    # seconds after expires_at, as the README states
 
-my $node = PostgreSQL::Test::Cluster->new('pool');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $node = inventory_node('pool', qq{
 log_statement = none
 });
-$node->start;
 is($node->safe_psql('postgres', 'SHOW max_worker_processes'), '8', 'the default max_worker_processes');
 is($node->safe_psql('postgres', 'SHOW inventory.max_workers'), '2', 'the default inventory.max_workers');
 

@@ -11,15 +11,11 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(history_sql);
+use InventoryTest qw(history_sql inventory_node);
 
-my $node = PostgreSQL::Test::Cluster->new('upgrade');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $node = inventory_node('upgrade', qq{
 inventory.worker_enabled = off
 });
-$node->start;
 
 my $default = $node->safe_psql('postgres',
 	"SELECT default_version FROM pg_available_extensions WHERE name = 'inventory'");

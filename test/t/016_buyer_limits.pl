@@ -31,18 +31,14 @@ use Test::More;
 use IPC::Run;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(wait_until);
+use InventoryTest qw(wait_until inventory_node);
 
 my $CLIENTS = 32;
 
-my $node = PostgreSQL::Test::Cluster->new('buyer_limits');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $node = inventory_node('buyer_limits', qq{
 max_connections = 100
 restart_after_crash = on
 });
-$node->start;
 my @conn = ('-h', $node->host, '-p', $node->port, 'postgres');
 
 sub rows

@@ -22,6 +22,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(inventory_node);
 
 my @DBS = ('postgres', 'shop2');
 
@@ -191,18 +194,14 @@ sub check_all
 
 # --- a primary with the worker on, and a standby ---------------------------
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $primary = inventory_node('primary', qq{
 inventory.worker_enabled = on
 inventory.expire_interval = '100ms'
 restart_after_crash = on
 # a replay of every key in one statement holds every key's lock
 max_locks_per_transaction = 1024
 log_statement = none
-});
-$primary->start;
+}, allows_streaming => 1);
 $primary->safe_psql('postgres', 'CREATE DATABASE shop2');
 $primary->safe_psql($_, 'CREATE EXTENSION inventory') for @DBS;
 is($primary->safe_psql('postgres', 'SELECT bytes, hashes FROM inventory.key_filter'),
@@ -451,16 +450,12 @@ my @chunks = map {
 } 1 .. $TINY_KEYS / $CHUNK;
 push @chunks, "order_id NOT LIKE 't-%'";
 
-my $tiny = PostgreSQL::Test::Cluster->new('tiny');
-$tiny->init;
-$tiny->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $tiny = inventory_node('tiny', qq{
 inventory.key_filter_size = 8kB
 inventory.worker_enabled = off
 max_locks_per_transaction = 256
 log_statement = none
 });
-$tiny->start;
 $tiny->safe_psql('postgres', 'CREATE EXTENSION inventory');
 is($tiny->safe_psql('postgres', 'SELECT current_setting(\'inventory.key_filter_size\'), bytes, ready FROM inventory.key_filter'),
 	'8kB|8192|f', 'a filter of 8kB');

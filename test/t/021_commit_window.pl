@@ -20,15 +20,11 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(wait_until);
+use InventoryTest qw(wait_until inventory_node);
 
-my $node = PostgreSQL::Test::Cluster->new('commit_window');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+my $node = inventory_node('commit_window', qq{
 inventory.worker_enabled = off
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION inventory;
 SELECT inventory.restock('W', 10, 'in-W');

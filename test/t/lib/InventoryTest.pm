@@ -4,9 +4,24 @@ package InventoryTest;
 use strict;
 use warnings;
 use Exporter 'import';
+use PostgreSQL::Test::Cluster;
 use Time::HiRes qw(usleep time);
 
-our @EXPORT_OK = qw(wait_until history_sql);
+our @EXPORT_OK = qw(inventory_node wait_until history_sql);
+
+# inventory_node(NAME, [CONF, [INIT_ARGS...]]): a new server, initialised
+# with INIT_ARGS (allows_streaming => 1, ...), that preloads inventory and
+# has CONF added to its postgresql.conf; started.
+sub inventory_node
+{
+	my ($name, $conf, %init) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(%init);
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'inventory'\n" . ($conf // ''));
+	$node->start;
+	return $node;
+}
 
 # wait_until(SECONDS, CODE): polls CODE every 50 ms until it returns true or
 # SECONDS have passed; returns its last answer.

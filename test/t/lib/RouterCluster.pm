@@ -5,6 +5,7 @@ use strict;
 use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
+use InventoryTest qw(inventory_node);
 
 our @EXPORT_OK = qw(start_nodes start_router partition_connstr);
 
@@ -17,16 +18,12 @@ sub start_nodes
 	my @nodes;
 	for my $i (0 .. $n - 1)
 	{
-		my $node = PostgreSQL::Test::Cluster->new("node$i");
-		$node->init;
-		$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'inventory'
+		my $node = inventory_node("node$i", qq{
 max_connections = 120
 restart_after_crash = on
 inventory.expire_interval = '100ms'
 log_statement = none
 });
-		$node->start;
 		$node->safe_psql('postgres', "CREATE DATABASE inv_p$i");
 		$node->safe_psql("inv_p$i", 'CREATE EXTENSION inventory');
 		push @nodes, $node;
