@@ -16,9 +16,10 @@
 #               reported when all its cases ran, a ratio shows as — when its
 #               baseline did not.
 #   --rounds    after the cases, run the cases of the throughput targets (1,
-#               5, 2b, 2d, 4) again N times in turn at the targets' client
-#               count, and judge those targets on the median of the rounds'
-#               ratios (default 3; 1 with --smoke; 0: none).
+#               5, 2b, 2d, 4) and of their bounds (1k, 2e) again N times in
+#               turn at the targets' client count, and judge those targets on
+#               the median of the rounds' ratios (default 3; 1 with --smoke;
+#               0: none).
 #
 # Run as root: installs what is missing (lib.sh, plus redis-server,
 # redis-tools and python3-matplotlib), builds and installs the extension, and
@@ -555,14 +556,19 @@ fi
 # case and its baseline in the run above; in turn, each round's ratio
 # compares runs a minute apart, and the median of the rounds is judged.
 declare -A RTPS     # keyed "CASE/ROUND"
+# With them, the bounds of two targets: the round trip that carries a key
+# (1k), which a refusal must make, and the bare INSERT of the ledger's own
+# row (2e), which a reservation must make.
 declare -A RARGS=(
 	[1]="floor.sql"
+	[1k]="floor_param.sql -D prefix=o1kr-"
 	[5]="reserve.sql -D sku=SOLD-1 -D prefix=o5r-"
 	[2b]="sql_update_ledger.sql -D sku=HOT"
 	[2d]="sql_ledger.sql -D sku=HOT"
+	[2e]="sql_ledger3.sql -D sku=HOT"
 	[4]="reserve.sql -D sku=HOT-1 -D prefix=o4r-")
 RCASES=()
-for id in 1 5 2b 2d 4; do want "$id" && RCASES+=("$id"); done
+for id in 1 1k 5 2b 2d 2e 4; do want "$id" && RCASES+=("$id"); done
 for r in $(seq "$ROUNDS"); do
 	for id in "${RCASES[@]}"; do
 		inv_log "round $r: case $id, $TC clients"
@@ -802,7 +808,8 @@ round_target() {
 	for r in $(seq "$ROUNDS"); do ratios+=("$(ratio "${RTPS[$a/$r]:-}" "${RTPS[$b/$r]:-}")"); done
 	m=$(median "${ratios[@]}")
 	printf '| %s |' "$4"; for r in "${ratios[@]}"; do printf ' %s× |' "$r"; done
-	printf ' %s× | %s |\n' "$m" "$(verdict "$m" '>=' "$t")"
+	# no target: a bound, shown beside the targets
+	printf ' %s× | %s |\n' "$m" "$([ -n "$t" ] && verdict "$m" '>=' "$t" || echo —)"
 }
 
 # picture TEXT KIND: the link to bench/plot.py's picture of the report, which
@@ -971,8 +978,12 @@ report() {
 		printf '| target |'; for r in $(seq "$ROUNDS"); do printf ' round %s |' "$r"; done; echo ' median | result |'
 		printf '|---|'; for r in $(seq "$ROUNDS"); do printf -- '---:|'; done; echo '---:|---|'
 		round_target 5 1 0.9 "case 5 ≥ 0.9× case 1"
+		round_target 1k 1 "" "(case 1k / case 1: the round trip with a key against the bare one, the most case 5 can reach)"
+		round_target 5 1k "" "(case 5 / case 1k: a refusal against a round trip that carries its key)"
 		round_target 4 2b 10 "case 4 ≥ 10× case 2b"
 		round_target 4 2d 0.8 "case 4 ≥ 0.8× case 2d"
+		round_target 2e 2d "" "(case 2e / case 2d: the INSERT of the ledger's own row against the one-index INSERT, the most case 4 can reach)"
+		round_target 4 2e "" "(case 4 / case 2e: a reserve against the bare insert of its own row)"
 	fi
 	picture "Each target: measured against its target" ratios
 	echo
