@@ -10,6 +10,7 @@
 # inv_router_create N [SQL]: in that cluster, N partition databases and a
 #            router database over them.
 # inv_scratch_tree DIR: a copy of the checkout that the PostgreSQL user owns.
+# inv_node_modules DIR: npm ci in DIR, the node packages of its package-lock.json.
 
 INV_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 INV_PGBIN=/usr/lib/postgresql/15/bin
@@ -85,9 +86,17 @@ inv_setup() {
 inv_scratch_tree() {
 	mkdir -p "$1/tree"
 	tar -C "$INV_TOP" --exclude=.git --exclude='tmp_check*' --exclude=results \
-		--exclude=output_iso -cf - . | tar -C "$1/tree" -xf -
+		--exclude=output_iso --exclude=node_modules -cf - . | tar -C "$1/tree" -xf -
 	[ "$(id -u)" -eq 0 ] && chown -R "$(inv_pg_user)" "$1"
 	return 0
+}
+
+# inv_node_modules DIR: the node packages of DIR's package-lock.json, in
+# DIR/node_modules, from the npm registry.  npm comes with NodeSource's
+# nodejs; Debian packages it on its own.
+inv_node_modules() {
+	command -v npm >/dev/null || inv_packages npm
+	(cd "$1" && npm ci --no-audit --no-fund)
 }
 
 # A free TCP port on loopback, from a range away from the default.

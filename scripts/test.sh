@@ -6,6 +6,7 @@
 #   isolation specs    specs/*.spec + expected/*.out (pg_isolation_regress)
 #   pgTAP suite        test/pgtap/*.sql              (pg_prove)
 #   TAP tests          test/t/*.pl                   (prove; crash, restart, concurrency, worker)
+#   drivers            test/drivers/                 (psycopg 3 and node-postgres, as applications call)
 #   benchmark smoke    bench/run.sh --smoke          (every case runs and checks its counts)
 #   demo smoke         scripts/demo.sh --smoke       (the three ways run; the two safe ones never oversell)
 #                      scripts/demo.sh --smoke --nodes 4  (through a router, the SKU split over 4 nodes)
@@ -17,11 +18,12 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/tally.sh"
 
-inv_setup
+# the drivers' suites: psycopg 3 and node-postgres (npm, below)
+inv_setup python3-psycopg nodejs
 
 WORK=$(mktemp -d /tmp/inventory-test.XXXXXX)
 # on failure the logs stay, for a look at what went wrong
-trap 'inv_cluster_stop "$WORK/pgtap"; [ "$FAILED" -eq 0 ] && rm -rf "$WORK"' EXIT
+trap 'inv_cluster_stop "$WORK/pgtap"; inv_cluster_stop "$WORK/drivers"; [ "$FAILED" -eq 0 ] && rm -rf "$WORK"' EXIT
 inv_scratch_tree "$WORK"
 
 run_pg_regress() {
@@ -52,6 +54,21 @@ unset PGHOST PGPORT PGUSER
 inv_log "TAP"
 inv_as_pg make -C "$WORK/tree" installcheck-tap PROVE_FLAGS=--verbose >"$WORK/tap.log" 2>&1
 run_tap_log "$WORK/tap.log" $?
+
+inv_log "drivers: psycopg"
+inv_cluster_start "$WORK/drivers" "inventory.worker_enabled = off" >/dev/null
+export PGDATABASE=postgres
+/usr/bin/python3 "$WORK/tree/test/drivers/psycopg_test.py" >"$WORK/psycopg.log" 2>&1
+run_tap_log "$WORK/psycopg.log" $?
+inv_log "drivers: node-postgres"
+if inv_node_modules "$WORK/tree/test/drivers/node" >"$WORK/npm.log" 2>&1; then
+	node "$WORK/tree/test/drivers/node/test.js" >"$WORK/node.log" 2>&1
+	run_tap_log "$WORK/node.log" $?
+else
+	suite_failed "$WORK/npm.log"
+fi
+inv_cluster_stop "$WORK/drivers"
+unset PGHOST PGPORT PGUSER PGDATABASE
 
 # the benchmark's smoke mode, so that the suite cannot rot
 inv_log "bench smoke"
