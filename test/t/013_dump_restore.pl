@@ -13,7 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(history_sql inventory_node);
+use InventoryTest qw(history_sql sale_sql replay_checks inventory_node);
 
 my $conf = qq{
 inventory.expire_interval = '100ms'
@@ -31,19 +31,9 @@ my $dst = inventory_node('target', $conf . "inventory.worker_enabled = off\n");
 $src->safe_psql('postgres', 'CREATE DATABASE shop');
 $src->safe_psql('shop', 'CREATE EXTENSION inventory');
 $src->safe_psql('shop', history_sql());
-# reservations that fall due after the restores: the restored databases'
-# workers expire them
-$src->safe_psql('shop', q{
-SELECT inventory.reserve('MUG', 1, 'soon', ttl => '3 seconds');
-SELECT inventory.reserve('TEE', 2, 'soon', 2, '3 seconds');
-});
-# a SKU with rules, and a cart of a buyer who holds its limit
-$src->safe_psql('shop', q{
-SELECT inventory.restock('LIM', 10, 'in-lim');
-SELECT inventory.set_rules('LIM', 2, now() - interval '1 day', now() + interval '1 day');
-SELECT * FROM inventory.reserve_cart('cart-1', '{LIM,LIM}', '{1,1}', '1 hour', 'ann');
-SELECT inventory.withdraw('LIM', 3, 'out-lim');
-});
+# reservations that fall due after the restores (the restored databases'
+# workers expire them), and a SKU with rules
+$src->safe_psql('shop', sale_sql());
 
 my %q = (
 	stock  => 'SELECT * FROM inventory.stock ORDER BY sku',
@@ -150,27 +140,7 @@ for my $db (sort keys %restored)
 		is($dst->safe_psql($db, $q{$what}), $want{$what}, "$how: $what is identical");
 	}
 	is($dst->safe_psql($db, 'SELECT count(*) FROM inventory.verify()'), '0', "$how: verify() is empty");
-	is($dst->safe_psql($db, q{
-SELECT string_agg(s, ' ') FROM (VALUES
-  ((inventory.reserve('TEE', 5, 'paid')).status),
-  ((inventory.confirm('paid')).status),
-  ((inventory.reserve('TEE', 1, 'open', 2)).status),
-  ((inventory.cancel('gone')).status),
-  ((inventory.confirm('late')).status),
-  ((inventory.cancel('gone-2')).status),
-  ((inventory.restock('CAP', 3, 'in-5')).status),
-  ((inventory.adjust('MUG', 30, 'count-1')).status),
-  ((inventory.restock(E'ÉTÉ\tß', 9, E'in-4 it''s\\\\a "key"', -7)).status),
-  ((inventory.reserve(E'ÉTÉ\tß', 2, E'ordre\n"été"')).status)) v(s)}),
-		'duplicate duplicate duplicate duplicate expired duplicate duplicate duplicate duplicate duplicate',
-		"$how: replays are answered from the restored keys");
-	is($dst->safe_psql($db, q{
-SELECT (SELECT string_agg(status, ' ') FROM inventory.reserve_cart('cart-1', '{LIM,LIM}', '{1,1}', '1 hour', 'ann'))
-    || ' ' || (inventory.reserve('LIM', 1, 'ann-more', buyer_id => 'ann')).status
-    || ' ' || (inventory.reserve('LIM', 1, 'no-buyer')).status
-    || ' ' || (inventory.withdraw('LIM', 3, 'out-lim')).status}),
-		'duplicate duplicate limit_exceeded buyer_required duplicate',
-		"$how: the restored rules, buyers and withdrawals hold");
+	is($dst->safe_psql($db, $_->[0]), $_->[1], "$how: $_->[2]") for replay_checks();
 	is($dst->safe_psql($db, $q{stock}), $want{stock}, "$how: and change nothing");
 }
 

@@ -11,7 +11,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(history_sql inventory_node);
+use InventoryTest qw(history_sql inventory_node describe_sql);
 
 my $node = inventory_node('upgrade', qq{
 inventory.worker_enabled = off
@@ -23,60 +23,6 @@ my @versions = split /\n/, $node->safe_psql('postgres',
 	"SELECT version FROM pg_available_extension_versions WHERE name = 'inventory' ORDER BY string_to_array(version, '.')::int[]");
 is($versions[-1], $default, "the default version, $default, is the newest");
 
-# Every object of the extension, described so that two databases compare:
-# what it is, its definition, its comment, its privileges.  Internal
-# triggers are named after OIDs, so they are described by what they do.
-my $describe = q{
-WITH ext AS (SELECT oid FROM pg_extension WHERE extname = 'inventory'),
-members AS (
-  SELECT d.classid, d.objid FROM pg_depend d, ext
-   WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e'
-)
-SELECT line FROM (
-  SELECT 'member ' || pg_describe_object(classid, objid, 0) AS line FROM members
-  UNION ALL
-  SELECT format('function %s: %s; comment %s; acl %s', p.oid::regprocedure,
-                pg_get_functiondef(p.oid), obj_description(p.oid, 'pg_proc'), p.proacl)
-    FROM pg_proc p JOIN members m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
-   WHERE p.prokind = 'f'
-  UNION ALL
-  SELECT format('relation %s kind %s options %s acl %s comment %s', c.oid::regclass, c.relkind,
-                c.reloptions, c.relacl, obj_description(c.oid, 'pg_class'))
-    FROM pg_class c WHERE c.relnamespace = 'inventory'::regnamespace
-  UNION ALL
-  SELECT format('column %s.%s %s notnull %s default %s collation %s comment %s', c.oid::regclass,
-                a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
-                pg_get_expr(ad.adbin, ad.adrelid), a.attcollation, col_description(c.oid, a.attnum))
-    FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-    LEFT JOIN pg_attrdef ad ON ad.adrelid = c.oid AND ad.adnum = a.attnum
-   WHERE c.relnamespace = 'inventory'::regnamespace
-  UNION ALL
-  SELECT format('constraint %s on %s: %s comment %s', co.conname, co.conrelid::regclass,
-                pg_get_constraintdef(co.oid), obj_description(co.oid, 'pg_constraint'))
-    FROM pg_constraint co WHERE co.connamespace = 'inventory'::regnamespace
-  UNION ALL
-  SELECT format('index %s', pg_get_indexdef(i.indexrelid))
-    FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
-   WHERE c.relnamespace = 'inventory'::regnamespace
-  UNION ALL
-  SELECT format('trigger on %s: %s enabled %s', t.tgrelid::regclass,
-                CASE WHEN t.tgisinternal THEN format('internal %s type %s', t.tgfoid::regproc, t.tgtype)
-                     ELSE pg_get_triggerdef(t.oid) END, t.tgenabled)
-    FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-   WHERE c.relnamespace = 'inventory'::regnamespace
-  UNION ALL
-  SELECT format('view %s: %s', c.oid::regclass, pg_get_viewdef(c.oid))
-    FROM pg_class c WHERE c.relnamespace = 'inventory'::regnamespace AND c.relkind = 'v'
-  UNION ALL
-  SELECT format('type %s comment %s', t.oid::regtype, obj_description(t.oid, 'pg_type'))
-    FROM pg_type t WHERE t.typnamespace = 'inventory'::regnamespace
-  UNION ALL
-  SELECT format('schema acl %s', n.nspacl) FROM pg_namespace n WHERE n.nspname = 'inventory'
-  UNION ALL
-  SELECT format('config table %s', x) FROM pg_extension, unnest(extconfig::regclass[]) x
-   WHERE extname = 'inventory'
-) l ORDER BY line
-};
 
 # the columns of version 0.1; those added later are checked on their own
 my $data = q{
@@ -157,8 +103,8 @@ SELECT count(*) FROM inventory.verify()}),
 	# the same objects as a fresh install
 	$node->safe_psql('postgres', "CREATE DATABASE fresh_$db");
 	$node->safe_psql("fresh_$db", 'CREATE EXTENSION inventory');
-	my $updated = $node->safe_psql($db, $describe);
-	my $fresh   = $node->safe_psql("fresh_$db", $describe);
+	my $updated = $node->safe_psql($db, describe_sql());
+	my $fresh   = $node->safe_psql("fresh_$db", describe_sql());
 	cmp_ok(scalar(split /\n/, $fresh), '>', 100, 'the description covers the objects');
 	is($updated, $fresh, "$from: the updated schema equals a fresh install of $default");
 }

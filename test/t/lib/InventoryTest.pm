@@ -7,7 +7,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Time::HiRes qw(usleep time);
 
-our @EXPORT_OK = qw(inventory_node wait_until history_sql);
+our @EXPORT_OK = qw(inventory_node wait_until history_sql sale_sql replay_checks describe_sql);
 
 # inventory_node(NAME, [CONF, [INIT_ARGS...]]): a new server, initialised
 # with INIT_ARGS (allows_streaming => 1, ...), that preloads inventory and
@@ -71,6 +71,111 @@ SELECT inventory.restock('CAP', 3, 'in-5');
 SELECT inventory.adjust('MUG', 30, 'count-1');
 INSERT INTO inventory.sku (sku) VALUES ('NEW');
 SQL
+}
+
+# sale_sql(): on top of history_sql(), with version 0.2: reservations due
+# 3 seconds later under the key 'soon' (batches 1 and 2), and LIM: a SKU
+# with a per-buyer limit of 2 and a sale window around now, a cart of
+# buyer ann that holds the limit, and a withdrawal.
+sub sale_sql
+{
+	return <<'SQL';
+SELECT inventory.reserve('MUG', 1, 'soon', ttl => '3 seconds');
+SELECT inventory.reserve('TEE', 2, 'soon', 2, '3 seconds');
+SELECT inventory.restock('LIM', 10, 'in-lim');
+SELECT inventory.set_rules('LIM', 2, now() - interval '1 day', now() + interval '1 day');
+SELECT * FROM inventory.reserve_cart('cart-1', '{LIM,LIM}', '{1,1}', '1 hour', 'ann');
+SELECT inventory.withdraw('LIM', 3, 'out-lim');
+SQL
+}
+
+# replay_checks(): [SQL, ANSWER, WHAT] for a database that holds
+# history_sql() and sale_sql(), its worker off: each movement replayed is
+# answered from its key, and the rules and buyers are in force.  Nothing
+# changes.
+sub replay_checks
+{
+	return (
+		[ q{
+SELECT string_agg(s, ' ') FROM (VALUES
+  ((inventory.reserve('TEE', 5, 'paid')).status),
+  ((inventory.confirm('paid')).status),
+  ((inventory.reserve('TEE', 1, 'open', 2)).status),
+  ((inventory.cancel('gone')).status),
+  ((inventory.confirm('late')).status),
+  ((inventory.cancel('gone-2')).status),
+  ((inventory.restock('CAP', 3, 'in-5')).status),
+  ((inventory.adjust('MUG', 30, 'count-1')).status),
+  ((inventory.restock(E'ÉTÉ\tß', 9, E'in-4 it''s\\\\a "key"', -7)).status),
+  ((inventory.reserve(E'ÉTÉ\tß', 2, E'ordre\n"été"')).status)) v(s)},
+		  'duplicate duplicate duplicate duplicate expired duplicate duplicate duplicate duplicate duplicate',
+		  'replays are answered from the keys' ],
+		[ q{
+SELECT (SELECT string_agg(status, ' ') FROM inventory.reserve_cart('cart-1', '{LIM,LIM}', '{1,1}', '1 hour', 'ann'))
+    || ' ' || (inventory.reserve('LIM', 1, 'ann-more', buyer_id => 'ann')).status
+    || ' ' || (inventory.reserve('LIM', 1, 'no-buyer')).status
+    || ' ' || (inventory.withdraw('LIM', 3, 'out-lim')).status},
+		  'duplicate duplicate limit_exceeded buyer_required duplicate',
+		  'the rules, buyers and withdrawals hold' ]);
+}
+
+# describe_sql(): every object of the extension, described so that two
+# databases compare: what it is, its definition, its comment, its
+# privileges.  Internal triggers are named after OIDs, so they are
+# described by what they do.
+sub describe_sql
+{
+	return q{
+WITH ext AS (SELECT oid FROM pg_extension WHERE extname = 'inventory'),
+members AS (
+  SELECT d.classid, d.objid FROM pg_depend d, ext
+   WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e'
+)
+SELECT line FROM (
+  SELECT 'member ' || pg_describe_object(classid, objid, 0) AS line FROM members
+  UNION ALL
+  SELECT format('function %s: %s; comment %s; acl %s', p.oid::regprocedure,
+                pg_get_functiondef(p.oid), obj_description(p.oid, 'pg_proc'), p.proacl)
+    FROM pg_proc p JOIN members m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
+   WHERE p.prokind = 'f'
+  UNION ALL
+  SELECT format('relation %s kind %s options %s acl %s comment %s', c.oid::regclass, c.relkind,
+                c.reloptions, c.relacl, obj_description(c.oid, 'pg_class'))
+    FROM pg_class c WHERE c.relnamespace = 'inventory'::regnamespace
+  UNION ALL
+  SELECT format('column %s.%s %s notnull %s default %s collation %s comment %s', c.oid::regclass,
+                a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+                pg_get_expr(ad.adbin, ad.adrelid), a.attcollation, col_description(c.oid, a.attnum))
+    FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+    LEFT JOIN pg_attrdef ad ON ad.adrelid = c.oid AND ad.adnum = a.attnum
+   WHERE c.relnamespace = 'inventory'::regnamespace
+  UNION ALL
+  SELECT format('constraint %s on %s: %s comment %s', co.conname, co.conrelid::regclass,
+                pg_get_constraintdef(co.oid), obj_description(co.oid, 'pg_constraint'))
+    FROM pg_constraint co WHERE co.connamespace = 'inventory'::regnamespace
+  UNION ALL
+  SELECT format('index %s', pg_get_indexdef(i.indexrelid))
+    FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+   WHERE c.relnamespace = 'inventory'::regnamespace
+  UNION ALL
+  SELECT format('trigger on %s: %s enabled %s', t.tgrelid::regclass,
+                CASE WHEN t.tgisinternal THEN format('internal %s type %s', t.tgfoid::regproc, t.tgtype)
+                     ELSE pg_get_triggerdef(t.oid) END, t.tgenabled)
+    FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+   WHERE c.relnamespace = 'inventory'::regnamespace
+  UNION ALL
+  SELECT format('view %s: %s', c.oid::regclass, pg_get_viewdef(c.oid))
+    FROM pg_class c WHERE c.relnamespace = 'inventory'::regnamespace AND c.relkind = 'v'
+  UNION ALL
+  SELECT format('type %s comment %s', t.oid::regtype, obj_description(t.oid, 'pg_type'))
+    FROM pg_type t WHERE t.typnamespace = 'inventory'::regnamespace
+  UNION ALL
+  SELECT format('schema acl %s', n.nspacl) FROM pg_namespace n WHERE n.nspname = 'inventory'
+  UNION ALL
+  SELECT format('config table %s', x) FROM pg_extension, unnest(extconfig::regclass[]) x
+   WHERE extname = 'inventory'
+) l ORDER BY line
+};
 }
 
 1;
