@@ -11,7 +11,9 @@
 -- declares what the trigger already enforces -- a movement's SKU exists, a
 -- SKU with movements is neither renamed nor deleted -- but PostgreSQL's own
 -- checks of it stay disabled: they would lock the SKU's row for every
--- reservation, making it the hot row that the design avoids.
+-- reservation, making it the hot row that the design avoids.  The library
+-- disables them too whenever the key is added without this script, as
+-- pg_upgrade adds it (src/utility.c).
 ------------------------------------------------------------------------------
 
 ALTER TABLE inventory.ledger ADD CONSTRAINT ledger_sku_fkey
