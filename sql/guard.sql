@@ -98,6 +98,29 @@ SET session_replication_role = replica;
 UPDATE inventory.ledger SET state = 'PENDING' WHERE order_id = 'g-order-6';
 RESET session_replication_role;
 
+-- ENABLE TRIGGER makes a trigger fire on origin only (not in a replication
+-- session), and with ALL enables the foreign key's checks, which lock the
+-- SKU's row: the extension sets its triggers back, leaving disabled what
+-- is still disabled
+ALTER TABLE inventory.ledger DISABLE TRIGGER ALL;
+ALTER TABLE inventory.ledger ENABLE TRIGGER ALL;
+ALTER TABLE inventory.sku DISABLE TRIGGER USER;
+ALTER TABLE inventory.sku ENABLE TRIGGER no_truncate;
+SELECT tgrelid::regclass AS "table",
+       CASE WHEN tgisinternal THEN 'the foreign key''s check' ELSE tgname END AS trigger,
+       tgenabled
+  FROM pg_trigger
+ WHERE tgrelid IN ('inventory.ledger'::regclass, 'inventory.sku'::regclass)
+ ORDER BY 1, 2, 3;
+ALTER TABLE inventory.sku ENABLE TRIGGER USER;
+SELECT string_agg(DISTINCT tgenabled::text, '') AS ours
+  FROM pg_trigger
+ WHERE tgrelid IN ('inventory.ledger'::regclass, 'inventory.sku'::regclass)
+   AND NOT tgisinternal;
+SET session_replication_role = replica;
+UPDATE inventory.ledger SET state = 'PENDING' WHERE order_id = 'g-order-6';
+RESET session_replication_role;
+
 -- COPY of some columns passes the same rules (of every column, by the
 -- owner, it is a restore: see restore.sql)
 COPY inventory.ledger (order_id, batch_id, kind, sku, qty) FROM stdin;

@@ -12,8 +12,9 @@
  *   databases as they can track; once it, or DROP EXTENSION inventory (or
  *   DROP SCHEMA inventory CASCADE), commits, a worker looks at the database
  *   again.
- * - ALTER TABLE inventory.ledger ADD CONSTRAINT ledger_sku_fkey: the key's
- *   checks are turned off as it is created, whoever creates it.
+ * - ALTER TABLE of inventory.ledger or inventory.sku that adds the
+ *   ledger's foreign key (pg_upgrade does) or enables triggers: their
+ *   triggers are set back as the extension made them.
  */
 #include "postgres.h"
 
@@ -24,6 +25,7 @@
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_trigger.h"
 #include "commands/dbcommands.h"
+#include "commands/extension.h"
 #include "commands/defrem.h"
 #include "commands/trigger.h"
 #include "nodes/parsenodes.h"
@@ -141,81 +143,129 @@ IsDropInventory(Node *stmt)
 }
 
 /*
- * inventory.ledger's foreign key to inventory.sku orders pg_dump's output;
- * the trigger enforces what it declares, and PostgreSQL's own checks of it
- * stay disabled: they would lock the SKU's row for every reservation,
- * making it the hot row the design avoids.  The update script disables
- * them after adding the key; pg_upgrade runs no script but creates the key
- * again with its checks enabled, as would a key added again by hand.  So
- * whenever the key is added, its checks are disabled here.
+ * The triggers of inventory.ledger and inventory.sku are the extension's
+ * one enforcement point and fire ALWAYS, so that no session, a logical
+ * replication apply included (session_replication_role = replica), writes
+ * past them.  The ledger's foreign key to inventory.sku orders pg_dump's
+ * output; the triggers enforce what it declares, and PostgreSQL's own
+ * checks of it stay disabled: they would lock the SKU's row for every
+ * reservation, making it the hot row the design avoids.
+ *
+ * The scripts set these states, but two ordinary statements undo them:
+ * adding the key -- pg_upgrade runs no script and adds it with its checks
+ * enabled -- and ENABLE TRIGGER, which makes a trigger fire on origin only
+ * and, with ALL, enables the key's checks.  After either, the states are
+ * set back here.  A trigger someone disabled stays disabled.
  */
 #define SKU_KEY "ledger_sku_fkey"
 
-/* ALTER TABLE inventory.ledger ... ADD CONSTRAINT ledger_sku_fkey FOREIGN KEY */
 static bool
-IsAddSkuKey(Node *stmt)
+IsInventoryTable(RangeVar *rv)
+{
+	return rv != NULL && rv->schemaname != NULL &&
+		strcmp(rv->schemaname, "inventory") == 0 &&
+		(strcmp(rv->relname, "ledger") == 0 || strcmp(rv->relname, "sku") == 0);
+}
+
+/* ALTER TABLE of those tables that adds the key or enables triggers */
+static bool
+ChangesTriggers(Node *stmt)
 {
 	AlterTableStmt *alter = (AlterTableStmt *) stmt;
 	ListCell   *lc;
 
-	if (!IsA(stmt, AlterTableStmt) || alter->relation == NULL ||
-		alter->relation->schemaname == NULL ||
-		strcmp(alter->relation->schemaname, "inventory") != 0 ||
-		strcmp(alter->relation->relname, "ledger") != 0)
+	if (!IsA(stmt, AlterTableStmt) || !IsInventoryTable(alter->relation))
 		return false;
 	foreach(lc, alter->cmds)
 	{
 		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
 		Constraint *con = (Constraint *) cmd->def;
 
-		if (cmd->subtype == AT_AddConstraint && con != NULL && IsA(con, Constraint) &&
-			con->contype == CONSTR_FOREIGN && con->conname != NULL &&
-			strcmp(con->conname, SKU_KEY) == 0)
-			return true;
+		switch (cmd->subtype)
+		{
+			case AT_EnableTrig:
+			case AT_EnableReplicaTrig:
+			case AT_EnableTrigAll:
+			case AT_EnableTrigUser:
+				return true;
+			case AT_AddConstraint:
+				if (con != NULL && IsA(con, Constraint) &&
+					con->contype == CONSTR_FOREIGN && con->conname != NULL &&
+					strcmp(con->conname, SKU_KEY) == 0)
+					return true;
+				break;
+			default:
+				break;
+		}
 	}
 	return false;
 }
 
-/* Disables every trigger that checks the key, on both tables. */
+/* Sets the triggers of one table as the extension wants them. */
 static void
-DisableSkuKeyChecks(void)
+KeepTriggers(Oid relid, Oid key)
 {
-	Oid			ledger = get_relname_relid("ledger", get_namespace_oid("inventory", false));
-	Oid			key = get_relation_constraint_oid(ledger, SKU_KEY, false);
 	Relation	tgrel = table_open(TriggerRelationId, AccessShareLock);
 	ScanKeyData skey;
 	SysScanDesc scan;
 	HeapTuple	tup;
-	List	   *rels = NIL;
 	List	   *names = NIL;
-	ListCell   *lr;
+	List	   *states = NIL;
 	ListCell   *ln;
+	ListCell   *ls;
 
-	/* pg_trigger has no index on tgconstraint; it is a small catalog */
-	ScanKeyInit(&skey, Anum_pg_trigger_tgconstraint, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(key));
-	scan = systable_beginscan(tgrel, InvalidOid, false, NULL, 1, &skey);
+	ScanKeyInit(&skey, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(tgrel, TriggerRelidNameIndexId, true, NULL, 1, &skey);
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		Form_pg_trigger tg = (Form_pg_trigger) GETSTRUCT(tup);
+		char		want = tg->tgenabled;
 
-		if (tg->tgenabled != TRIGGER_DISABLED)
+		if (OidIsValid(key) && tg->tgconstraint == key)
+			want = TRIGGER_DISABLED;
+		else if (!tg->tgisinternal && tg->tgenabled != TRIGGER_DISABLED)
+			want = TRIGGER_FIRES_ALWAYS;
+		if (want != tg->tgenabled)
 		{
-			rels = lappend_oid(rels, tg->tgrelid);
 			names = lappend(names, pstrdup(NameStr(tg->tgname)));
+			states = lappend_int(states, want);
 		}
 	}
 	systable_endscan(scan);
 	table_close(tgrel, AccessShareLock);
 
-	forboth(lr, rels, ln, names)
+	if (names == NIL)
+		return;
 	{
-		Relation	rel = table_open(lfirst_oid(lr), ShareRowExclusiveLock);
+		Relation	rel = table_open(relid, ShareRowExclusiveLock);
 
-		EnableDisableTrigger(rel, lfirst(ln), TRIGGER_DISABLED, false,
-							 ShareRowExclusiveLock);
+		forboth(ln, names, ls, states)
+			EnableDisableTrigger(rel, lfirst(ln), (char) lfirst_int(ls), false,
+								 ShareRowExclusiveLock);
 		table_close(rel, NoLock);
 	}
+}
+
+static void
+KeepTriggerStates(void)
+{
+	Oid			nsp;
+	Oid			ledger;
+	Oid			sku;
+	Oid			key;
+
+	/* a schema inventory of this database's own, without the extension */
+	if (!OidIsValid(get_extension_oid("inventory", true)))
+		return;
+	nsp = get_namespace_oid("inventory", false);
+	ledger = get_relname_relid("ledger", nsp);
+	sku = get_relname_relid("sku", nsp);
+	/* the key is missing in a schema of version 0.1 */
+	key = OidIsValid(ledger) ? get_relation_constraint_oid(ledger, SKU_KEY, true) : InvalidOid;
+
+	KeepTriggers(ledger, key);
+	KeepTriggers(sku, key);
 	CommandCounterIncrement();
 }
 
@@ -255,8 +305,8 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		PoolForget(paused);
 	if (restore)
 		RestoreFinish();
-	if (IsAddSkuKey(stmt))
-		DisableSkuKeyChecks();
+	if (ChangesTriggers(stmt))
+		KeepTriggerStates();
 	if (IsCreateInventory(stmt) || IsDropInventory(stmt))
 		PoolProbeAtCommit();
 }
