@@ -13,7 +13,7 @@
  * available needs; without enough stock the statement fails.  A change of
  * a SKU's rules is registered in the same way, and a reservation written
  * by hand (not by reserve(), which answers with a status) must follow them
- * (rules.c).  TRUNCATE is refused.
+ * (rules.c).  TRUNCATE is refused, and so is a subscription's apply.
  */
 #include "postgres.h"
 
@@ -23,6 +23,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "replication/logicalworker.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
@@ -686,6 +687,20 @@ inventory_enforce(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("inventory.enforce() guards only inventory.sku and inventory.ledger")));
 	ledger = (relid == cat->ledger_rel);
+
+	/*
+	 * A subscription's workers copy and apply another server's rows: its
+	 * history, its folds, its expiries.  Taken as new movements they would
+	 * be refused half-way; taken as they are, they would change counters
+	 * that this server's cache and worker act on.  Neither is supported.
+	 */
+	if (IsLogicalWorker())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("logical replication of %s is not supported",
+						ledger ? "inventory.ledger" : "inventory.sku"),
+				 errdetail("A subscription would write another server's movements and counters past this server's cache."),
+				 errhint("Leave the inventory tables out of the publication (FOR TABLE, or FOR TABLES IN SCHEMA of the other schemas); a physical standby replicates them, and pg_dump or pg_upgrade moves them.")));
 
 	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
 		ereport(ERROR,
