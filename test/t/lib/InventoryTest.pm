@@ -7,7 +7,8 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Time::HiRes qw(usleep time);
 
-our @EXPORT_OK = qw(inventory_node wait_until history_sql sale_sql replay_checks describe_sql);
+our @EXPORT_OK = qw(inventory_node wait_until history_sql sale_sql replay_checks sells_once
+  describe_sql);
 
 # inventory_node(NAME, [CONF, [INIT_ARGS...]]): a new server, initialised
 # with INIT_ARGS (allows_streaming => 1, ...), that preloads inventory and
@@ -117,6 +118,21 @@ SELECT (SELECT string_agg(status, ' ') FROM inventory.reserve_cart('cart-1', '{L
     || ' ' || (inventory.withdraw('LIM', 3, 'out-lim')).status},
 		  'duplicate duplicate limit_exceeded buyer_required duplicate',
 		  'the rules, buyers and withdrawals hold' ]);
+}
+
+# sells_once(AVAILABLE): [SQL, ANSWER] that asks TEE and CAP for one unit
+# more than AVAILABLE (a hash, SKU => units available) says they have,
+# then for exactly that: refused, then sold.
+sub sells_once
+{
+	my ($avail) = @_;
+	return (qq{
+SELECT string_agg(s, ' ') FROM (VALUES
+  ((inventory.reserve('TEE', $avail->{TEE} + 1, 'over')).status),
+  ((inventory.reserve('TEE', $avail->{TEE}, 'all-tee')).status),
+  ((inventory.reserve('CAP', $avail->{CAP} + 1, 'over-cap')).status),
+  ((inventory.reserve('CAP', $avail->{CAP}, 'all-cap')).status)) v(s)},
+		'insufficient ok insufficient ok');
 }
 
 # describe_sql(): every object of the extension, described so that two
