@@ -113,6 +113,11 @@ SELECT tgrelid::regclass AS "table",
  WHERE tgrelid IN ('inventory.ledger'::regclass, 'inventory.sku'::regclass)
  ORDER BY 1, 2, 3;
 ALTER TABLE inventory.sku ENABLE TRIGGER USER;
+-- also when the statement names the table through the search_path
+SET search_path = inventory, public;
+ALTER TABLE ledger DISABLE TRIGGER a_check;
+ALTER TABLE ledger ENABLE TRIGGER a_check;
+RESET search_path;
 SELECT string_agg(DISTINCT tgenabled::text, '') AS ours
   FROM pg_trigger
  WHERE tgrelid IN ('inventory.ledger'::regclass, 'inventory.sku'::regclass)

@@ -159,12 +159,19 @@ IsDropInventory(Node *stmt)
  */
 #define SKU_KEY "ledger_sku_fkey"
 
+/* inventory.ledger or inventory.sku, however the statement names it */
 static bool
 IsInventoryTable(RangeVar *rv)
 {
-	return rv != NULL && rv->schemaname != NULL &&
-		strcmp(rv->schemaname, "inventory") == 0 &&
-		(strcmp(rv->relname, "ledger") == 0 || strcmp(rv->relname, "sku") == 0);
+	Oid			nsp = get_namespace_oid("inventory", true);
+	Oid			relid;
+
+	if (rv == NULL || !OidIsValid(nsp))
+		return false;
+	relid = RangeVarGetRelid(rv, NoLock, true);
+	return OidIsValid(relid) &&
+		(relid == get_relname_relid("ledger", nsp) ||
+		 relid == get_relname_relid("sku", nsp));
 }
 
 /* ALTER TABLE of those tables that adds the key or enables triggers */
@@ -278,6 +285,7 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *stmt = pstmt->utilityStmt;
 	Oid			paused = DatabaseToPause(stmt);
 	bool		restore = IsA(stmt, CopyStmt) && RestoreBegin((CopyStmt *) stmt);
+	bool		triggers = ChangesTriggers(stmt);
 
 	if (IsCreateInventory(stmt))
 		PoolCheckRoom();
@@ -305,7 +313,7 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		PoolForget(paused);
 	if (restore)
 		RestoreFinish();
-	if (ChangesTriggers(stmt))
+	if (triggers)
 		KeepTriggerStates();
 	if (IsCreateInventory(stmt) || IsDropInventory(stmt))
 		PoolProbeAtCommit();
