@@ -114,7 +114,7 @@ def main():
     r = one("SELECT ok, status, available FROM inventory.reserve(%s, %s, %s)", ["PY-1", 2, "py-o1"])
     is_(r, (True, "duplicate", before), "a replayed reserve is a duplicate and changes nothing")
 
-    # psycopg prepares a statement on the server from its fifth execution
+    # psycopg prepares a statement on the server after its fifth execution
     statuses = [one("SELECT (inventory.reserve(%s, 1, %s)).status", ["PY-1", f"py-loop-{i}"])[0]
                 for i in range(8)]
     is_(statuses, ["ok"] * before + ["insufficient"] * (8 - before),
