@@ -92,11 +92,16 @@ inv_scratch_tree() {
 }
 
 # inv_node_modules DIR: the node packages of DIR's package-lock.json, in
-# DIR/node_modules, from the npm registry.  npm comes with NodeSource's
-# nodejs; Debian packages it on its own.
+# DIR/node_modules, from npm's cache or else the npm registry (three tries).
+# npm comes with NodeSource's nodejs; Debian packages it on its own.
 inv_node_modules() {
+	local try
 	command -v npm >/dev/null || inv_packages npm
-	(cd "$1" && npm ci --no-audit --no-fund)
+	for try in 1 2 3; do
+		(cd "$1" && npm ci --no-audit --no-fund --prefer-offline) && return 0
+		sleep $((try * 5))
+	done
+	return 1
 }
 
 # A free TCP port on loopback, from a range away from the default.
