@@ -12,30 +12,14 @@
 -- SKU with movements is neither renamed nor deleted -- but PostgreSQL's own
 -- checks of it stay disabled: they would lock the SKU's row for every
 -- reservation, making it the hot row that the design avoids.  The library
--- disables them too whenever the key is added without this script, as
--- pg_upgrade adds it (src/utility.c).
+-- disables them as the key is added, here or by pg_upgrade, which runs no
+-- script (src/utility.c).
 ------------------------------------------------------------------------------
 
 ALTER TABLE inventory.ledger ADD CONSTRAINT ledger_sku_fkey
 	FOREIGN KEY (sku) REFERENCES inventory.sku (sku);
 COMMENT ON CONSTRAINT ledger_sku_fkey ON inventory.ledger IS
 	'orders pg_dump''s output (inventory.sku first); checked by inventory.enforce(), without a row lock on the SKU';
-
-DO $$
-DECLARE
-	t record;
-BEGIN
-	FOR t IN
-		SELECT tg.tgrelid::pg_catalog.regclass AS rel, tg.tgname
-		  FROM pg_catalog.pg_trigger tg
-		  JOIN pg_catalog.pg_constraint c ON c.oid OPERATOR(pg_catalog.=) tg.tgconstraint
-		 WHERE c.conname OPERATOR(pg_catalog.=) 'ledger_sku_fkey'
-		   AND c.conrelid OPERATOR(pg_catalog.=) 'inventory.ledger'::pg_catalog.regclass
-	LOOP
-		EXECUTE pg_catalog.format('ALTER TABLE %s DISABLE TRIGGER %I', t.rel, t.tgname);
-	END LOOP;
-END
-$$;
 
 ------------------------------------------------------------------------------
 -- Every column explains itself in \d+

@@ -151,11 +151,12 @@ IsDropInventory(Node *stmt)
  * checks of it stay disabled: they would lock the SKU's row for every
  * reservation, making it the hot row the design avoids.
  *
- * The scripts set these states, but two ordinary statements undo them:
- * adding the key -- pg_upgrade runs no script and adds it with its checks
- * enabled -- and ENABLE TRIGGER, which makes a trigger fire on origin only
- * and, with ALL, enables the key's checks.  After either, the states are
- * set back here.  A trigger someone disabled stays disabled.
+ * The install script makes the triggers ALWAYS; the key's checks are
+ * disabled here, after the statement that adds the key -- the update
+ * script's, or pg_upgrade's, which runs no script.  ENABLE TRIGGER makes a
+ * trigger fire on origin only and, with ALL, enables the key's checks:
+ * after it, the states are set back here too.  A trigger someone disabled
+ * stays disabled.
  */
 #define SKU_KEY "ledger_sku_fkey"
 

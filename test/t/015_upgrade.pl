@@ -11,7 +11,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(history_sql inventory_node describe_sql);
+use InventoryTest qw(history_sql inventory_node describe_sql key_checks_sql);
 
 my $node = inventory_node('upgrade', qq{
 inventory.worker_enabled = off
@@ -70,6 +70,7 @@ SELECT inventory.can_transition('PENDING', 'EXPIRED'), inventory.is_final('PENDI
 		$default, "$from: updated to $default");
 	is($node->safe_psql($db, $data), $before, "$from: the data is intact");
 	is($node->safe_psql($db, 'SELECT count(*) FROM inventory.verify()'), '0', "$from: verify() is empty");
+	is($node->safe_psql($db, key_checks_sql()), 'DDDD 4', "$from: the foreign key's four checks are disabled");
 	is($node->safe_psql($db, q{
 SELECT string_agg(s, ' ') FROM (VALUES
   ((inventory.reserve('TEE', 5, 'paid')).status),

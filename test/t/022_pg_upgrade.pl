@@ -14,7 +14,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(history_sql sale_sql replay_checks sells_once describe_sql inventory_node);
+use InventoryTest qw(history_sql sale_sql replay_checks sells_once describe_sql key_checks_sql
+  inventory_node);
 
 my $conf = "inventory.worker_enabled = off\n";
 my $old = inventory_node('old', $conf);
@@ -31,6 +32,7 @@ my %q = (
 	versions => "SELECT extversion FROM pg_extension WHERE extname = 'inventory'",
 );
 my %want = map { $_ => $old->safe_psql('shop', $q{$_}) } keys %q;
+is($old->safe_psql('shop', key_checks_sql()), 'DDDD 4', "a fresh install: the foreign key's four checks are disabled");
 is($old->safe_psql('shop',
 	"SELECT string_agg(DISTINCT state::text, ' ' ORDER BY state::text) FROM inventory.ledger"),
 	'CANCELLED CONFIRMED EXPIRED PENDING', 'the old cluster has reservations in every state');
@@ -63,9 +65,7 @@ is($new->safe_psql('shop', 'SELECT count(*) FROM inventory.verify()'), '0', 'upg
 # checks would lock the SKU's row for every reservation and stay disabled.
 # pg_upgrade creates the key again, with its checks enabled, unless the
 # library turns them off.
-my $checks = q{
-SELECT string_agg(tgenabled::text, '' ORDER BY tgenabled) || ' ' || count(*) FROM pg_trigger
- WHERE tgconstraint = (SELECT oid FROM pg_constraint WHERE conname = 'ledger_sku_fkey')};
+my $checks = key_checks_sql();
 is($new->safe_psql('shop', $checks), 'DDDD 4', "upgraded: the foreign key's four checks stay disabled");
 is($new->safe_psql('shop', q{
 BEGIN;

@@ -382,7 +382,12 @@ async function run(client, pool) {
   await restock('node-M1', 3, 'node-restock-M1');
   await restock('node-M2', 1, 'node-restock-M2');
 
-  const checkMany = (rows, keys) => {
+  await test('reserve_many($1::text[], $2::bigint[], $3::text[]) with JS arrays: one row per element, in order', async () => {
+    const keys = ['node-many-1', 'node-many-2', 'node-many-3'];
+    const r = await client.query(
+      'SELECT * FROM inventory.reserve_many($1::text[], $2::bigint[], $3::text[])',
+      [['node-M1', 'node-M2', 'node-M2'], [1, 2, 1], keys]);
+    const rows = r.rows;
     assert.deepEqual(rows.map((x) => [x.sku, x.qty, x.ok, x.status]), [
       ['node-M1', '1', true, 'ok'],
       ['node-M2', '2', false, 'insufficient'],
@@ -391,15 +396,6 @@ async function run(client, pool) {
     assert.equal(rows[1].state, null);
     assert.equal(rows[0].state, 'PENDING');
     assert.ok(rows[0].expires_at instanceof Date);
-    return keys;
-  };
-
-  await test('reserve_many($1::text[], $2::bigint[], $3::text[]) with JS arrays: one row per element, in order', async () => {
-    const keys = ['node-many-1', 'node-many-2', 'node-many-3'];
-    const r = await client.query(
-      'SELECT * FROM inventory.reserve_many($1::text[], $2::bigint[], $3::text[])',
-      [['node-M1', 'node-M2', 'node-M2'], [1, 2, 1], keys]);
-    checkMany(r.rows, keys);
     assert.equal(await available('node-M1'), '2');
     assert.equal(await available('node-M2'), '0');
   });

@@ -8,7 +8,7 @@ use PostgreSQL::Test::Cluster;
 use Time::HiRes qw(usleep time);
 
 our @EXPORT_OK = qw(inventory_node wait_until history_sql sale_sql replay_checks sells_once
-  describe_sql);
+  describe_sql key_checks_sql);
 
 # inventory_node(NAME, [CONF, [INIT_ARGS...]]): a new server, initialised
 # with INIT_ARGS (allows_streaming => 1, ...), that preloads inventory and
@@ -133,6 +133,17 @@ SELECT string_agg(s, ' ') FROM (VALUES
   ((inventory.reserve('CAP', $avail->{CAP} + 1, 'over-cap')).status),
   ((inventory.reserve('CAP', $avail->{CAP}, 'all-cap')).status)) v(s)},
 		'insufficient ok insufficient ok');
+}
+
+# key_checks_sql(): the states of the triggers that check the ledger's
+# foreign key, and how many: 'DDDD 4' when all four are disabled, as the
+# extension keeps them (they would lock the SKU's row for every
+# reservation).
+sub key_checks_sql
+{
+	return q{
+SELECT string_agg(tgenabled::text, '' ORDER BY tgenabled) || ' ' || count(*) FROM pg_trigger
+ WHERE tgconstraint = (SELECT oid FROM pg_constraint WHERE conname = 'ledger_sku_fkey')};
 }
 
 # describe_sql(): every object of the extension, described so that two
