@@ -21,15 +21,25 @@
 #               the median of the rounds' ratios (default 3; 1 with --smoke;
 #               0: none).
 #
-# Run as root: installs what is missing (lib.sh, plus redis-server,
+# Run as root: installs what is missing (lib.sh, plus python3, redis-server,
 # redis-tools and python3-matplotlib), builds and installs the extension, and
-# runs PostgreSQL and pgbench as the postgres user.  Prints a markdown report
-# and writes it to bench/results/latest.md (bench/results/smoke.md for
-# --smoke, so a smoke run does not overwrite the full report); bench/plot.py
-# then draws its results beside it (latest-tps.svg, latest-ratios.svg), and
-# the report links them.  Exits non-zero when a case produced no number, a
-# correctness check failed or the pictures could not be drawn; PASS/MISS of
-# the targets is reported, not enforced.
+# runs PostgreSQL and pgbench as the postgres user.
+#
+# Outputs, in bench/results/ (smoke.* for --smoke, so that a smoke run does
+# not overwrite the last real one):
+#   latest.json       the data of the run: the commit measured, the machine,
+#                     the settings, every measured run, the rounds, cases 8
+#                     and 9, the checks and the notes (bench/report.py
+#                     documents its schema)
+#   latest.md         the report, which bench/report.py makes from that data
+#                     and this script prints: tables, ratios, the targets
+#                     judged PASS/MISS, the rounds' medians, the checks
+#   latest-tps.svg, latest-ratios.svg   its pictures (none without matplotlib)
+# `bench/report.py latest.json` makes the report and the pictures again from
+# the data alone; to keep a run, copy latest.json, latest.md and the two
+# pictures under a dated name.  Exits non-zero when a case produced no
+# number, a correctness check failed or the report or its pictures could not
+# be made; PASS/MISS of the targets is reported, not enforced.
 #
 # Cases (pgbench -M prepared -j 2, synchronous_commit = on, fsync = on):
 #   1   SELECT 1: the floor, one round trip
@@ -74,7 +84,8 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 
-usage() { sed -n '4,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+# the Usage paragraph of the comment above
+usage() { sed -n '/^# Usage:/,/^# Run as root/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
 ARGS=("$@")
 SMOKE=0
@@ -105,6 +116,7 @@ else
 	WARMUP=3 NSKUS=100000 BACKLOG=100000 SETTLED=1000000 FSYNC_SECS=2 LOAD_ROUNDS=3
 	OUT=$INV_TOP/bench/results/latest.md
 fi
+DATA=${OUT%.md}.json
 [[ $DURATION =~ ^[1-9][0-9]*$ ]] || inv_die "--duration takes a whole number of seconds"
 [[ $ROUNDS =~ ^[0-9]+$ ]] || inv_die "--rounds takes a whole number"
 for c in $CLIENTS; do [[ $c =~ ^[1-9][0-9]*$ ]] || inv_die "--clients takes numbers"; done
@@ -113,7 +125,6 @@ for id in $CASES; do
 	[[ " $ALL_CASES " == *" $id "* ]] || inv_die "no case $id; the cases are: $ALL_CASES"
 done
 want() { [[ " $CASES " == *" $1 "* ]]; }   # want ID: is case ID selected?
-ran() { local id; for id; do want "$id" || return 1; done; }   # ran ID...: all of them?
 # The targets are stated at 64 clients; without 64, use the largest count.
 TC=$(printf '%s\n' $CLIENTS | sort -n | tail -1)
 echo " $CLIENTS " | grep -q ' 64 ' && TC=64
@@ -121,21 +132,29 @@ echo " $CLIENTS " | grep -q ' 64 ' && TC=64
 LIMIT=2 BUYERS=9000000000000000000
 # case 10: the reservations in one call of inventory.reserve_many
 BATCH=50
-# the case 8 load must outlast the clearing of the backlog
+# case 8: the worker's batch, and the clients of the load it clears under,
+# which must outlast the clearing of the backlog
+EXPIRE_BATCH=10000 EXPIRY_CLIENTS=32
 if [ "$SMOKE" -eq 1 ]; then EXPIRY_LOAD=5; else EXPIRY_LOAD=$((DURATION > 20 ? DURATION : 20)); fi
 # the command line, quoted so that it can be pasted
 CMDLINE=bench/run.sh
 for a in "${ARGS[@]}"; do
 	case $a in *' '*) CMDLINE+=" \"$a\"" ;; *) CMDLINE+=" $a" ;; esac
 done
+# the tree measured: its commit, and whether it had uncommitted changes
+STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+COMMIT=$(git -C "$INV_TOP" rev-parse HEAD 2>/dev/null) || COMMIT=
+BRANCH=$(git -C "$INV_TOP" rev-parse --abbrev-ref HEAD 2>/dev/null) || BRANCH=
+DIRTY=
+CHANGES=$(git -C "$INV_TOP" status --porcelain 2>/dev/null) && DIRTY=$([ -n "$CHANGES" ] && echo true || echo false)
 
-inv_setup
+# python3 makes the report: without it there is none
+inv_setup python3
 # Redis is only a reference: if it cannot be installed, its case is skipped.
 REDIS_OK=1
 { want 3 || want 3d; } && { (inv_packages redis-server redis-tools) || REDIS_OK=0; }
 # The pictures too: without matplotlib the report has none.
-PLOT_OK=1
-(inv_packages python3-matplotlib) || PLOT_OK=0
+(inv_packages python3-matplotlib) || inv_log "python3-matplotlib could not be installed: no pictures"
 
 DIR=$(mktemp -d /tmp/inventory-bench.XXXXXX)
 REDIS_PID=
@@ -145,6 +164,67 @@ cleanup() {
 	rm -rf "$DIR"
 }
 trap cleanup EXIT
+
+# ---------------------------------------------------------------- the data
+# Everything measured is appended to RECORDS as it comes, one JSON object a
+# line; bench/report.py gathers them into DATA and makes the report from it.
+RECORDS=$DIR/records.jsonl
+# json_str TEXT: TEXT as a JSON string (null when empty)
+json_str() {
+	local s=$1
+	[ -n "$s" ] || { printf null; return; }
+	s=${s//\\/\\\\}; s=${s//\"/\\\"}
+	s=${s//$'\t'/\\t}; s=${s//$'\n'/\\n}; s=${s//$'\r'/\\r}
+	s=${s//[$'\001'-$'\037']/}
+	printf '"%s"' "$s"
+}
+# json_val VALUE: VALUE if it is a JSON number, true or false; else null
+json_val() {
+	if [[ $1 =~ ^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$ || $1 == true || $1 == false ]]; then
+		printf '%s' "$1"
+	else
+		printf null
+	fi
+}
+# record TYPE FIELD...: appends {"type": TYPE, FIELD...} to RECORDS, each
+# FIELD one of
+#   name=TEXT      a string (null when empty)
+#   name:=VALUE    a number, true or false (null when VALUE is none of them:
+#                  empty, FAILED, ...)
+#   name[]=WORDS   an array of strings;  name[]:=WORDS  an array of numbers
+record() {
+	local line f k v w sep words
+	line="{\"type\": $(json_str "$1")"
+	shift
+	for f; do
+		k=${f%%=*} v=${f#*=}
+		case $k in
+		*'[]:' | *'[]')
+			line+=", $(json_str "${k%%[*}"): ["
+			sep=
+			read -ra words <<<"$v"
+			for w in "${words[@]}"; do
+				if [[ $k == *: ]]; then line+="$sep$(json_val "$w")"; else line+="$sep$(json_str "$w")"; fi
+				sep=", "
+			done
+			line+="]" ;;
+		*:) line+=", $(json_str "${k%:}"): $(json_val "$v")" ;;
+		*) line+=", $(json_str "$k"): $(json_str "$v")" ;;
+		esac
+	done
+	printf '%s}\n' "$line" >>"$RECORDS"
+}
+# check WHAT OK: a correctness check, passed when OK is t
+check() {
+	record check name="$1" ok:="$([ "$2" = t ] && echo true || echo false)"
+	[ "$2" = t ] || inv_log "CHECK FAILED: $1"
+}
+# error WHAT: something that went wrong outside a check; the run fails
+error() { record error text="$1"; inv_log "ERROR: $1"; }
+
+record run commit="$COMMIT" dirty:="$DIRTY" branch="$BRANCH" started_utc="$STARTED" \
+	command="$CMDLINE"
+
 inv_log "starting a scratch cluster in $DIR"
 # max_skus: case 6's SKUs all fit in the cache.  Everything else stays at the
 # defaults: synchronous_commit = on, fsync = on.
@@ -153,13 +233,6 @@ inv_log "starting a scratch cluster in $DIR"
 inv_cluster_start "$DIR" "inventory.max_skus = 200000" "max_connections = 400"
 mkdir "$DIR/sql"
 
-FAILED=0
-CHECKS=()   # lines of the "Checks" section
-check() {   # check WHAT OK?: records a correctness check
-	if [ "$2" = t ]; then CHECKS+=("| $1 | ok |"); else
-		CHECKS+=("| $1 | **FAILED** |"); FAILED=1; inv_log "CHECK FAILED: $1"; fi
-}
-
 psql_b() { inv_as_pg psql -X -q -At -v ON_ERROR_STOP=1 -d bench "$@"; }
 sql() { psql_b -c "$1"; }   # sql QUERY: prints the result, unaligned
 
@@ -167,7 +240,14 @@ sql() { psql_b -c "$1"; }   # sql QUERY: prints the result, unaligned
 inv_log "measuring the fsync rate (pg_test_fsync -s $FSYNC_SECS)"
 FSYNC=$(inv_as_pg "$INV_PGBIN/pg_test_fsync" -s "$FSYNC_SECS" -f "$DIR/data/pg_test_fsync.tmp" 2>&1 |
 	awk '$1 == "fdatasync" && $3 == "ops/sec" { print $2; exit }')
-PGVERSION=$("$INV_PGBIN/postgres" --version)
+record machine cores:="$(nproc)" \
+	memory_kib:="$(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo)" \
+	cpu_model="$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -1)" \
+	kernel="$(uname -srm)" \
+	os="$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-}")" \
+	postgres="$("$INV_PGBIN/postgres" --version)" \
+	redis="$([ "$REDIS_OK" -eq 1 ] && { want 3 || want 3d; } && redis-server --version 2>/dev/null)" \
+	fdatasync_per_s:="$FSYNC" fsync_test_s:="$FSYNC_SECS"
 
 # ---------------------------------------------------------------- set-up
 inv_log "creating the bench database"
@@ -234,13 +314,25 @@ END \$\$;
 SQL
 [ $? -eq 0 ] || inv_die "set-up of the bench database failed"
 
+# The cases of the throughput targets, run again in rounds (see "rounds")
+RCASES=()
+for id in 1 1k 5 2b 2d 2e 4; do want "$id" && RCASES+=("$id"); done
+record settings smoke:="$([ "$SMOKE" -eq 1 ] && echo true || echo false)" \
+	duration_s:="$DURATION" warmup_s:="$WARMUP" clients[]:="$CLIENTS" cases[]="$CASES" \
+	all_cases[]="$ALL_CASES" rounds:="$ROUNDS" round_cases[]="${RCASES[*]}" \
+	target_clients:="$TC" pgbench="-M prepared -j 2" \
+	synchronous_commit="$(sql "SHOW synchronous_commit")" fsync="$(sql "SHOW fsync")" \
+	max_skus:="$(sql "SHOW inventory.max_skus")" nskus:="$NSKUS" backlog:="$BACKLOG" \
+	settled:="$SETTLED" batch:="$BATCH" limit_per_buyer:="$LIMIT" buyers:="$BUYERS" \
+	load_restarts:="$LOAD_ROUNDS" expire_batch:="$EXPIRE_BATCH" \
+	expiry_clients:="$EXPIRY_CLIENTS" expiry_load_s:="$EXPIRY_LOAD"
+
 # ---------------------------------------------------------------- pgbench scripts
 # bench/sql/*.sql, copied where the postgres user can read them
 cp "$INV_TOP"/bench/sql/*.sql "$DIR/sql/"
 chmod -R a+rX "$DIR/sql"
 
 # ---------------------------------------------------------------- runners
-declare -A TPS LAT   # keyed "CASE/CLIENTS"
 PROCESSED=0          # transactions of the last run_case, warm-ups included
 
 # pgbench_once CLIENTS SECONDS LOG SCRIPT [PGBENCH ARGS...]: one run as the
@@ -251,30 +343,46 @@ pgbench_once() {
 	inv_as_pg pgbench -n -M prepared -j 2 -c "$c" -T "$t" -f "$DIR/sql/$script" "$@" "${PGB_DB:-bench}" >"$log" 2>&1 &&
 		grep -q '^tps = ' "$log" && ! grep -qE '^number of failed transactions: [1-9]' "$log"
 }
+# the figures of a pgbench log
+tps() { sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$1"; }
+latency() { sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' "$1"; }
+processed() { sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$1"; }
+# failed LOG: shows the end of a failed run's log; prints its first error
+failed() {
+	sed 's/^/    /' "$1" | tail -20 >&2
+	grep -m1 -iE 'error|fatal|abort|failed' "$1" || tail -1 "$1"
+}
 
-# run_case ID SCRIPT [PGBENCH ARGS...]: warm-up + measured run per client count
+# run_case ID SCRIPT [PGBENCH ARGS...]: warm-up + measured run per client
+# count, each recorded as a measurement
 run_case() {
-	local id=$1 script=$2 c log
+	local id=$1 script=$2 c log warm
 	shift 2
 	PROCESSED=0
 	for c in $CLIENTS; do
 		inv_log "case $id, $c clients"
 		log=$DIR/pgbench-$id-$c.log
-		if [ "$WARMUP" -gt 0 ] && ! pgbench_once "$c" "$WARMUP" "$log.warm" "$script" "$@"; then
-			TPS[$id/$c]=FAILED; FAILED=1; sed 's/^/    /' "$log.warm" | tail -20 >&2; continue
+		warm=0
+		if [ "$WARMUP" -gt 0 ]; then
+			if ! pgbench_once "$c" "$WARMUP" "$log.warm" "$script" "$@"; then
+				record measurement case="$id" clients:="$c" status=failed \
+					detail="warm-up: $(failed "$log.warm")"
+				continue
+			fi
+			warm=$(processed "$log.warm")
+			PROCESSED=$((PROCESSED + warm))
 		fi
-		[ "$WARMUP" -gt 0 ] && PROCESSED=$((PROCESSED + $(processed "$log.warm")))
 		if ! pgbench_once "$c" "$DURATION" "$log" "$script" "$@"; then
-			TPS[$id/$c]=FAILED; FAILED=1; sed 's/^/    /' "$log" | tail -20 >&2; continue
+			record measurement case="$id" clients:="$c" status=failed detail="$(failed "$log")"
+			continue
 		fi
 		PROCESSED=$((PROCESSED + $(processed "$log")))
-		TPS[$id/$c]=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$log")
-		LAT[$id/$c]=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' "$log")
+		record measurement case="$id" clients:="$c" status=ok tps:="$(tps "$log")" \
+			latency_ms:="$(latency "$log")" transactions:="$(processed "$log")" \
+			warmup_transactions:="$warm"
 	done
 }
-processed() { sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$1"; }
 
-num() { [[ ${1:-} =~ ^[0-9.]+$ ]]; }
 ledger_rows() { sql "SELECT count(*) FROM inventory.ledger WHERE $1"; }
 
 # ---------------------------------------------------------------- case 1, 2
@@ -289,7 +397,6 @@ want 2e && run_case 2e sql_ledger3.sql -D sku=HOT
 want 2f && run_case 2f sql_ledger3_oc.sql -D sku=HOT
 
 # ---------------------------------------------------------------- case 3, 3d: Redis
-REDIS_NOTE=
 REDIS_STOCK=1000000000000
 REDIS_PORT=
 REDIS_CALLS=0   # calls that the last redis_bench made, warm-ups included
@@ -318,9 +425,11 @@ redis_stop() {
 	REDIS_PID=
 }
 # redis_bench ID: case ID on the running redis-server, stock:HOT set to
-# REDIS_STOCK, the check-and-DECRBY script by EVALSHA at each client count
+# REDIS_STOCK, the check-and-DECRBY script by EVALSHA at each client count;
+# records its measurements once every count has one
 redis_bench() {
-	local id=$1 sha c n rps csv
+	local id=$1 sha c n warm rps csv lat run
+	local runs=()
 	REDIS_CALLS=0
 	redis-cli -p "$REDIS_PORT" set stock:HOT "$REDIS_STOCK" >/dev/null || return 1
 	sha=$(redis-cli -p "$REDIS_PORT" script load "
@@ -334,27 +443,33 @@ redis_bench() {
 		inv_log "case $id, $c clients"
 		# redis-benchmark takes a request count, not a duration: a short
 		# run (also the warm-up) sizes the measured one.
-		n=$((c * 500 + 5000))
-		csv=$(redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -c "$c" --threads 2 -n "$n" \
+		warm=$((c * 500 + 5000))
+		csv=$(redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -c "$c" --threads 2 -n "$warm" \
 			--csv EVALSHA "$sha" 1 stock:HOT 1 2>/dev/null | tail -1)
-		REDIS_CALLS=$((REDIS_CALLS + n))
-		rps=$(echo "$csv" | awk -F'","' '{ print $2 + 0 }')
+		REDIS_CALLS=$((REDIS_CALLS + warm))
+		rps=$(echo "$csv" | awk -F'","' '{ printf "%.3f", $2 + 0 }')
 		[ "${rps%.*}" -gt 0 ] 2>/dev/null || return 1
 		n=$(awk -v r="$rps" -v d="$DURATION" 'BEGIN { printf "%d", r * d }')
 		csv=$(redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -c "$c" --threads 2 -n "$n" \
 			--csv EVALSHA "$sha" 1 stock:HOT 1 2>/dev/null | tail -1)
 		REDIS_CALLS=$((REDIS_CALLS + n))
-		TPS[$id/$c]=$(echo "$csv" | awk -F'","' '{ print $2 + 0 }')
-		LAT[$id/$c]=$(echo "$csv" | awk -F'","' '{ print $3 + 0 }')
-		[ "${TPS[$id/$c]%.*}" -gt 0 ] 2>/dev/null || return 1
+		rps=$(echo "$csv" | awk -F'","' '{ printf "%.3f", $2 + 0 }')
+		lat=$(echo "$csv" | awk -F'","' '{ printf "%.3f", $3 + 0 }')
+		[ "${rps%.*}" -gt 0 ] 2>/dev/null || return 1
+		runs+=("$c $rps $lat $n $warm")
 	done
 	# the script refuses to go below zero, and every call took one unit
 	[ "$(redis-cli -p "$REDIS_PORT" get stock:HOT)" -gt 0 ] || return 1
+	for run in "${runs[@]}"; do
+		read -r c rps lat n warm <<<"$run"
+		record measurement case="$id" clients:="$c" status=ok tps:="$rps" latency_ms:="$lat" \
+			transactions:="$n" warmup_transactions:="$warm"
+	done
 }
 redis_skip() {   # redis_skip ID: case ID has no number
 	local c
-	for c in $CLIENTS; do TPS[$1/$c]=skipped; done
-	REDIS_NOTE+="${REDIS_NOTE:+ }Redis could not be installed or run here: case $1 skipped."
+	for c in $CLIENTS; do record measurement case="$1" clients:="$c" status=skipped; done
+	record note text="Redis could not be installed or run here: case $1 skipped."
 	inv_log "redis skipped (case $1)"
 	redis_stop KILL
 }
@@ -529,9 +644,8 @@ fi
 
 # ---------------------------------------------------------------- case 10: batches
 # after cases 4-7, so that its ledger rows (BATCH per call) do not grow the
-# ledger under them; its TPS become reservations per second (x BATCH), its
-# calls per second are kept in CALLS
-declare -A CALLS
+# ledger under them; its measurements are calls per second, which the report
+# shows as reservations per second (x BATCH)
 if want 10; then
 	avail() { sql "SELECT inventory.available('HOT-MANY')"; }
 	before=$(ledger_rows "sku = 'HOT-MANY'")
@@ -543,11 +657,6 @@ if want 10; then
 		"$([ $((after - before)) -eq $((BATCH * PROCESSED)) ] && echo t)"
 	check "case 10: one unit held per reservation (available('HOT-MANY') went down by $((avail_before - avail_after)))" \
 		"$([ $((avail_before - avail_after)) -eq $((BATCH * PROCESSED)) ] && echo t)"
-	for c in $CLIENTS; do
-		num "${TPS[10/$c]:-}" || continue
-		CALLS[10/$c]=${TPS[10/$c]}
-		TPS[10/$c]=$(awk -v t="${TPS[10/$c]}" -v b="$BATCH" 'BEGIN { printf "%.6f", t * b }')
-	done
 fi
 
 # ---------------------------------------------------------------- rounds
@@ -555,7 +664,6 @@ fi
 # clients.  The load of a shared machine drifts over the minutes between a
 # case and its baseline in the run above; in turn, each round's ratio
 # compares runs a minute apart, and the median of the rounds is judged.
-declare -A RTPS     # keyed "CASE/ROUND"
 # With them, the bounds of two targets: the round trip that carries a key
 # (1k), which a refusal must make, and the bare INSERT of the ledger's own
 # row (2e), which a reservation must make.
@@ -567,17 +675,16 @@ declare -A RARGS=(
 	[2d]="sql_ledger.sql -D sku=HOT"
 	[2e]="sql_ledger3.sql -D sku=HOT"
 	[4]="reserve.sql -D sku=HOT-1 -D prefix=o4r-")
-RCASES=()
-for id in 1 1k 5 2b 2d 2e 4; do want "$id" && RCASES+=("$id"); done
 for r in $(seq "$ROUNDS"); do
 	for id in "${RCASES[@]}"; do
 		inv_log "round $r: case $id, $TC clients"
 		log=$DIR/pgbench-round-$r-$id.log
 		# shellcheck disable=SC2086
 		if pgbench_once "$TC" "$DURATION" "$log" ${RARGS[$id]}; then
-			RTPS[$id/$r]=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$log")
+			record round round:="$r" case="$id" clients:="$TC" status=ok tps:="$(tps "$log")" \
+				latency_ms:="$(latency "$log")" transactions:="$(processed "$log")"
 		else
-			RTPS[$id/$r]=FAILED; FAILED=1; sed 's/^/    /' "$log" | tail -20 >&2
+			record round round:="$r" case="$id" clients:="$TC" status=failed detail="$(failed "$log")"
 		fi
 	done
 done
@@ -621,7 +728,7 @@ cpu_used() {
 if want 8; then
 	inv_log "case 8: a backlog of $BACKLOG overdue reservations"
 	sql "ALTER SYSTEM SET inventory.worker_enabled = off" >/dev/null
-	sql "ALTER SYSTEM SET inventory.expire_batch = 10000" >/dev/null
+	sql "ALTER SYSTEM SET inventory.expire_batch = $EXPIRE_BATCH" >/dev/null
 	sql "SELECT pg_reload_conf()" >/dev/null
 	# wait until the worker has seen the setting, so it cannot start on the backlog
 	for _ in $(seq 100); do
@@ -643,14 +750,14 @@ if want 8; then
 		hi=$((lo + chunk - 1 < BACKLOG ? lo + chunk - 1 : BACKLOG))
 		sql "INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 		     SELECT 'o8-' || g, 1, 'reserve', 'EXP-1', 1, now() - interval '1 hour'
-		       FROM generate_series($lo, $hi) g" || FAILED=1
+		       FROM generate_series($lo, $hi) g" || error "case 8: inserting the backlog failed"
 	done
 	overdue=$(ledger_rows "state = 'PENDING' AND expires_at <= now()")
 	check "case 8: the backlog is $BACKLOG overdue reservations (found $overdue)" \
 		"$([ "$overdue" -eq "$BACKLOG" ] && echo t)"
 
-	inv_log "case 8: the worker clears it under case 4 load at 32 clients"
-	pgbench_once 32 "$EXPIRY_LOAD" "$DIR/pgbench-8-load.log" reserve.sql -D sku=HOT-1 -D prefix=o8l- &
+	inv_log "case 8: the worker clears it under case 4 load at $EXPIRY_CLIENTS clients"
+	pgbench_once "$EXPIRY_CLIENTS" "$EXPIRY_LOAD" "$DIR/pgbench-8-load.log" reserve.sql -D sku=HOT-1 -D prefix=o8l- &
 	LOAD_PID=$!
 	sleep 1   # let the load ramp up
 	cpu_sampler "$DIR/case8-cpu" "$DIR/case8-stop" &
@@ -664,19 +771,16 @@ SQL
 	)
 	touch "$DIR/case8-stop"
 	wait "$SAMPLER_PID"
-	wait "$LOAD_PID" || FAILED=1
+	wait "$LOAD_PID" ||
+		error "case 8: the load (case 4 at $EXPIRY_CLIENTS clients) failed: $(failed "$DIR/pgbench-8-load.log")"
 	# CPU seconds of the worker and of autovacuum while the backlog was cleared
-	read -r WORKER_CPU AUTOVAC_CPU AUTOVAC_N < <(cpu_used "$DIR/case8-cpu")
-	LOAD_TPS=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$DIR/pgbench-8-load.log")
-	# did the load run for the whole clearing?
-	LOAD_NOTE=
-	[ -n "$EXPIRY_SECS" ] && awk -v s="$EXPIRY_SECS" -v d="$EXPIRY_LOAD" 'BEGIN { exit !(s + 1 > d) }' &&
-		LOAD_NOTE=" (the load ended before the backlog was cleared)"
-	if [ -n "$EXPIRY_SECS" ]; then
-		EXPIRY_RATE=$(awk -v n="$BACKLOG" -v s="$EXPIRY_SECS" 'BEGIN { printf "%.0f", n / s }')
-	else
-		EXPIRY_RATE=FAILED; FAILED=1
-	fi
+	read -r worker_cpu autovac_cpu autovac_n < <(cpu_used "$DIR/case8-cpu")
+	# seconds: none when the backlog was not cleared within 600 s; the load
+	# started 1 s before the clock
+	record case8 backlog:="$BACKLOG" seconds:="$EXPIRY_SECS" \
+		load_tps:="$(tps "$DIR/pgbench-8-load.log")" load_started_s_before:=1 \
+		worker_cpu_s:="$worker_cpu" autovacuum_cpu_s:="$autovac_cpu" \
+		autovacuum_workers:="$autovac_n" cpu_sample_s:=0.1
 	check "case 8: all $BACKLOG reservations EXPIRED" \
 		"$([ "$(ledger_rows "sku = 'EXP-1' AND state = 'EXPIRED'")" -eq "$BACKLOG" ] && echo t)"
 	check "case 8: their units are back on sale" \
@@ -696,7 +800,8 @@ if want 9; then
 	for lo in $(seq 1 "$chunk" "$SETTLED"); do
 		hi=$((lo + chunk - 1 < SETTLED ? lo + chunk - 1 : SETTLED))
 		sql "INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
-		     SELECT 'o9-' || g, 1, 'restock', 'LOAD-FULL', 1 FROM generate_series($lo, $hi) g" || FAILED=1
+		     SELECT 'o9-' || g, 1, 'restock', 'LOAD-FULL', 1 FROM generate_series($lo, $hi) g" ||
+			error "case 9: inserting the movements failed"
 	done
 	for _ in $(seq 1000); do
 		[ "$(sql "SELECT inventory.fold()")" = 0 ] && break
@@ -706,15 +811,13 @@ if want 9; then
 
 	# time_load SKU: "AVAILABLE MS" of the first available() in a new session
 	time_load() { psql_b -F ' ' -c "SELECT avail, round(ms::numeric, 3) FROM bench_time_available('$1')"; }
-	median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "") }'; }
 	autovacuums() { sql "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relid = 'inventory.ledger'::regclass"; }
 
 	# measure_loads PHASE: LOAD_ROUNDS restarts, each timing the first call for
-	# both SKUs; sets FULL_MED[PHASE] and EMPTY_MED[PHASE] to the medians.
-	declare -A FULL_MED EMPTY_MED
+	# both SKUs, recorded as a load each
 	LOAD_AVAIL=
 	measure_loads() {
-		local phase=$1 round s avail ms full=() empty=()
+		local phase=$1 round s avail ms
 		sql "CHECKPOINT" >/dev/null   # so the restart does not replay the load
 		for round in $(seq "$LOAD_ROUNDS"); do
 			inv_log "case 9 ($phase): restart $round of $LOAD_ROUNDS"
@@ -724,295 +827,38 @@ if want 9; then
 			# alternate the order, so neither SKU always goes first
 			for s in $([ $((round % 2)) -eq 1 ] && echo "LOAD-EMPTY LOAD-FULL" || echo "LOAD-FULL LOAD-EMPTY"); do
 				read -r avail ms <<<"$(time_load "$s")"
-				if [ "$s" = LOAD-FULL ]; then
-					full+=("$ms")
-					LOAD_AVAIL+=" $avail"
-				else
-					empty+=("$ms")
-				fi
+				record load phase="$phase" restart:="$round" sku="$s" ms:="$ms" available:="$avail"
+				[ "$s" = LOAD-FULL ] && LOAD_AVAIL+=" $avail"
 			done
 		done
-		FULL_MED[$phase]=$(median "${full[@]}")
-		EMPTY_MED[$phase]=$(median "${empty[@]}")
 	}
 	# As specified: right after the fold.  The fold updated every row, so until
 	# VACUUM the (sku, folded) index still holds an entry per old row version.
-	AV_BEFORE=$(autovacuums)
+	av_before=$(autovacuums)
 	measure_loads fold
-	AV_NOTE=
-	[ "$(autovacuums)" = "$AV_BEFORE" ] || AV_NOTE=" (autovacuum processed inventory.ledger meanwhile)"
+	av_after=$(autovacuums)
 	# and once VACUUM has removed the dead versions, as autovacuum eventually does
 	inv_log "case 9: VACUUM inventory.ledger"
 	sql "VACUUM inventory.ledger" >/dev/null
 	measure_loads vacuum
 	check "case 9: available('LOAD-FULL') = $SETTLED after every restart (got$LOAD_AVAIL)" \
 		"$(echo "$LOAD_AVAIL" | awk -v n="$SETTLED" '{ for (i = 1; i <= NF; i++) if ($i != n) exit 1; if (NF) print "t" }')"
-	BYTES=$(sql "SELECT bytes_per_entry FROM inventory.cache_info()")
-	for v in "${FULL_MED[@]}" "${EMPTY_MED[@]}" "$BYTES"; do num "$v" || FAILED=1; done
+	record case9 settled:="$SETTLED" restarts:="$LOAD_ROUNDS" \
+		autovacuum_during_fold:="$([ "$av_after" = "$av_before" ] && echo false || echo true)" \
+		bytes_per_sku:="$(sql "SELECT bytes_per_entry FROM inventory.cache_info()")"
 fi
 
 # ---------------------------------------------------------------- the report
-# fmt NUMBER [DECIMALS]: rounded, with thousands separators; anything else as is
-fmt() { if num "${1:-}"; then awk -v v="$1" -v d="${2:-0}" 'BEGIN {
-	s = sprintf("%.*f", d, v); i = index(s, "."); f = i ? substr(s, i) : ""; s = i ? substr(s, 1, i - 1) : s
-	while (length(s) > 3) { f = "," substr(s, length(s) - 2) f; s = substr(s, 1, length(s) - 3) }
-	print s f }'; else echo "${1:-—}"; fi; }
-ratio() { if num "${1:-}" && num "${2:-}" && awk -v b="$2" 'BEGIN { exit !(b > 0) }'; then
-	awk -v a="$1" -v b="$2" 'BEGIN { r = a / b; printf (r < 0.1 ? "%.3f" : "%.2f"), r }'; else echo "—"; fi; }
-verdict() { awk -v m="$1" -v op="$2" -v t="$3" 'BEGIN {
-	if (m !~ /^[0-9.]+$/) { print "—"; exit }
-	ok = (op == ">=") ? m + 0 >= t + 0 : m + 0 <= t + 0; print ok ? "PASS" : "MISS" }'; }
-
-CASE_IDS=()   # the pgbench cases that ran, in the report's order
-for id in 1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 10 11 11b 11c 12 12c; do want "$id" && CASE_IDS+=("$id"); done
-declare -A NAME BASE
-NAME[1]="1 floor: SELECT 1"
-NAME[1b]="1b floor: SELECT * FROM a C function returning a row"
-NAME[1k]="1k floor: SELECT of a random order key"
-NAME[1c]="1c floor: SELECT of an absent key by the ledger's primary key"
-NAME[2a]="2a SQL: conditional UPDATE, one hot row"
-NAME[2b]="2b SQL: UPDATE + ledger INSERT, one transaction"
-NAME[2c]="2c SQL: SELECT FOR UPDATE + UPDATE"
-NAME[2d]="2d SQL: ledger INSERT alone"
-NAME[2e]="2e SQL: INSERT into a copy of inventory.ledger (its 3 indexes)"
-NAME[2f]="2f SQL: the same INSERT ... ON CONFLICT DO NOTHING"
-NAME[3]="3 Redis: EVALSHA check-and-DECRBY (in memory)"
-NAME[3d]="3d Redis: 3 with appendonly yes, appendfsync always (durable)"
-NAME[4]="4 inventory: reserve, hot SKU, succeeds"
-NAME[4b]="4b inventory: 4 with max_per_buyer $LIMIT, a new buyer per call"
-NAME[5]="5 inventory: reserve, hot SKU, sold out"
-NAME[6]="6 inventory: reserve, $(fmt "$NSKUS") SKUs uniform"
-NAME[7]="7 inventory: reserve + confirm/cancel/expire"
-NAME[10]="10 inventory: reserve_many of $BATCH, hot SKU (reservations/s)"
-NAME[11]="11 router: case 4 through inventory_router"
-NAME[11b]="11b router: 11 on a SKU split over 2 buckets"
-NAME[11c]="11c router: 11 on a SKU split over 4 buckets"
-NAME[12]="12 router: case 5 through inventory_router"
-NAME[12c]="12c router: 12 on a SKU split over 4 buckets, sold out"
-BASE=([1b]=1 [1k]=1 [1c]=1 [2a]=1 [2b]=1 [2c]=1 [2d]=1 [2e]=2d [2f]=2d [3]=1 [3d]=3 [4]=2b [4b]=4 [5]=1 [6]=2b [7]=2b [10]=3d [11]=4 [11b]=11 [11c]=11 [12]=5 [12c]=12)
-
-# median NUMBER...: the median, or — when one of them is not a number
-median() {
-	local x
-	[ $# -gt 0 ] || { echo "—"; return; }
-	for x; do num "$x" || { echo "—"; return; }; done
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-		END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-# round_target CASE BASE TARGET TEXT: a row of the table of rounds
-round_target() {
-	local a=$1 b=$2 t=$3 r m
-	local ratios=()
-	ran "$a" "$b" || return 0
-	for r in $(seq "$ROUNDS"); do ratios+=("$(ratio "${RTPS[$a/$r]:-}" "${RTPS[$b/$r]:-}")"); done
-	m=$(median "${ratios[@]}")
-	printf '| %s |' "$4"; for r in "${ratios[@]}"; do printf ' %s× |' "$r"; done
-	# no target: a bound, shown beside the targets
-	printf ' %s× | %s |\n' "$m" "$([ -n "$t" ] && verdict "$m" '>=' "$t" || echo —)"
-}
-
-# picture TEXT KIND: the link to bench/plot.py's picture of the report, which
-# it draws beside it once the report is written
-picture() {
-	[ "$PLOT_OK" -eq 1 ] || return 0
-	echo
-	echo "![$1]($(basename "${OUT%.md}")-$2.svg)"
-}
-
-report() {
-	local id c b
-	echo "# inventory benchmark"
-	echo
-	echo "Command: \`$CMDLINE\` (run as root from the checkout; $(date -u '+%Y-%m-%d %H:%M UTC'))"
-	echo
-	echo "Machine: $(nproc) cores; $PGVERSION; fdatasync $(fmt "${FSYNC:-}") ops/s" \
-		"(\`pg_test_fsync -s $FSYNC_SECS\` on the cluster's file system)."
-	echo
-	echo "Each run: pgbench -M prepared -j 2, $DURATION s$([ "$WARMUP" -gt 0 ] && echo " after a $WARMUP s warm-up" || echo ", no warm-up"), on one scratch" \
-		"cluster with the server defaults (synchronous_commit = on, fsync = on), plus" \
-		"inventory.max_skus = 200000. TPS are transactions (pgbench script runs) per second; a" \
-		"ratio is TPS divided by the TPS of the named baseline at the same client count."
-	want 3 || want 3d && echo "Cases 3 and 3d: redis-benchmark -c CLIENTS --threads 2 over TCP on 127.0.0.1," \
-		"a request count sized to last $DURATION s; TPS are calls per second."
-	want 10 && echo "Case 10: TPS are reservations per second, $BATCH per call (calls per second × $BATCH);" \
-		"its latency is that of a call of $BATCH."
-	[ "$CASES" != "$ALL_CASES" ] && { echo; echo "Only cases $CASES (\`--cases\`)."; }
-	[ -n "$REDIS_NOTE" ] && { echo; echo "$REDIS_NOTE"; }
-	[ "$PLOT_OK" -eq 1 ] || { echo; echo "python3-matplotlib could not be installed here: no pictures."; }
-	echo
-	echo "## Throughput (TPS)"
-	echo
-	printf '| case |'; for c in $CLIENTS; do printf ' %s client%s |' "$c" "$([ "$c" -gt 1 ] && echo s)"; done; echo
-	printf '|---|'; for c in $CLIENTS; do printf -- '---:|'; done; echo
-	for id in "${CASE_IDS[@]}"; do
-		printf '| %s |' "${NAME[$id]}"
-		for c in $CLIENTS; do printf ' %s |' "$(fmt "${TPS[$id/$c]:-}")"; done; echo
-	done
-	picture "TPS per case against clients" tps
-	echo
-	echo "## Each case and client count"
-	echo
-	echo "| case | clients | TPS | mean latency (ms) | ratio | baseline |"
-	echo "|---|---:|---:|---:|---:|---|"
-	for id in "${CASE_IDS[@]}"; do
-		b=${BASE[$id]:-}
-		for c in $CLIENTS; do
-			printf '| %s | %s | %s | %s | %s | %s |\n' "${NAME[$id]}" "$c" \
-				"$(fmt "${TPS[$id/$c]:-}")" "$(fmt "${LAT[$id/$c]:-}" 3)" \
-				"$([ -n "$b" ] && ratio "${TPS[$id/$c]:-}" "${TPS[$b/$c]:-}" || echo —)" \
-				"$([ -n "$b" ] && echo "case $b" || echo —)"
-		done
-	done
-	if want 8; then
-		echo
-		echo "## 8: expiry backlog"
-		echo
-		echo "$(fmt "$BACKLOG") overdue PENDING reservations (inserted with the worker off) cleared by the" \
-			"worker (inventory.expire_batch = 10000) while case 4 runs at 32 clients; timed from" \
-			"switching inventory.worker_enabled on until all the backlog's units are back on sale" \
-			"(\`inventory.available()\` polled every 10 ms)."
-		echo
-		echo "| backlog | seconds | rows/s | case 4 TPS at 32 clients meanwhile |"
-		echo "|---:|---:|---:|---:|"
-		echo "| $(fmt "$BACKLOG") | $(fmt "${EXPIRY_SECS:-FAILED}" 2) | $(fmt "$EXPIRY_RATE") | $(fmt "${LOAD_TPS:-}")$LOAD_NOTE |"
-		echo
-		echo "The database was vacuumed and checkpointed first, so that nothing the earlier cases left" \
-			"competes with the worker. Meanwhile (sampled from /proc every 0.1 s):"
-		echo
-		echo "| worker CPU, s | worker's share of the clearing | rows per worker CPU-second | autovacuum workers | their CPU, s |"
-		echo "|---:|---:|---:|---:|---:|"
-		if num "${EXPIRY_SECS:-}" && num "${WORKER_CPU:-}" && awk -v w="$WORKER_CPU" 'BEGIN { exit !(w > 0) }'; then
-			echo "| $(fmt "$WORKER_CPU" 2) | $(awk -v w="$WORKER_CPU" -v s="$EXPIRY_SECS" 'BEGIN { printf "%.0f%%", 100 * w / s }') |" \
-				"$(fmt "$(awk -v n="$BACKLOG" -v w="$WORKER_CPU" 'BEGIN { printf "%.0f", n / w }')") | ${AUTOVAC_N:-0} | $(fmt "${AUTOVAC_CPU:-0}" 2) |"
-		else
-			echo "| — | — | — | ${AUTOVAC_N:-—} | ${AUTOVAC_CPU:-—} |"
-		fi
-	fi
-	if want 9; then
-		echo
-		echo "## 9: cache load after restart"
-		echo
-		echo "First \`inventory.available(sku)\` in a fresh session after a server restart, timed on the" \
-			"server; median of $LOAD_ROUNDS restart(s). LOAD-FULL has $(fmt "$SETTLED") restock movements of 1 unit," \
-			"all settled and folded (\`inventory.fold()\` until 0); LOAD-EMPTY has none. Measured right after" \
-			"the fold$AV_NOTE, then again after \`VACUUM inventory.ledger\`."
-		echo
-		echo "| when | LOAD-EMPTY (ms) | LOAD-FULL (ms) | ratio |"
-		echo "|---|---:|---:|---:|"
-		echo "| right after the fold | $(fmt "${EMPTY_MED[fold]}" 3) | $(fmt "${FULL_MED[fold]}" 3) | $(ratio "${FULL_MED[fold]}" "${EMPTY_MED[fold]}") |"
-		echo "| after VACUUM | $(fmt "${EMPTY_MED[vacuum]}" 3) | $(fmt "${FULL_MED[vacuum]}" 3) | $(ratio "${FULL_MED[vacuum]}" "${EMPTY_MED[vacuum]}") |"
-		echo
-		echo "Shared memory per cached SKU (\`inventory.cache_info()\`): $BYTES bytes."
-	fi
-	if want 10; then
-		echo
-		echo "## 10: batched admission against durable Redis"
-		echo
-		echo "One pgbench transaction is one call of \`inventory.reserve_many\` with $BATCH reservations of 1 unit" \
-			"of HOT-MANY, each under a key of its own, committed together; against case 3d's calls of the" \
-			"check-and-DECRBY script on a Redis that fsyncs its AOF at every write."
-		echo
-		echo "| clients | calls/s | reservations/s | mean latency of a call (ms) | case 3d calls/s | ratio |"
-		echo "|---:|---:|---:|---:|---:|---:|"
-		for c in $CLIENTS; do
-			printf '| %s | %s | %s | %s | %s | %s |\n' "$c" "$(fmt "${CALLS[10/$c]:-}")" \
-				"$(fmt "${TPS[10/$c]:-}")" "$(fmt "${LAT[10/$c]:-}" 3)" "$(fmt "${TPS[3d/$c]:-}")" \
-				"$(ratio "${TPS[10/$c]:-}" "${TPS[3d/$c]:-}")"
-		done
-	fi
-	if want 11 || want 11b || want 11c || want 12 || want 12c; then
-		local lo
-		lo=$(printf '%s\n' $CLIENTS | sort -n | head -1)
-		echo
-		echo "## 11-12c: the router"
-		echo
-		echo "The same reserve through \`inventory_router\` (PL/Proxy) to four partition databases on this" \
-			"server, against the call made directly (case 4, 5), and on hot SKUs split over 2 and 4 buckets" \
-			"(12c: sold out, each router session asking the other buckets again once a second)." \
-			"Router, partitions and pgbench share the machine's $(nproc) cores: these are the costs of a" \
-			"routed call, not the capacity of more servers. Extra latency per call at $lo client(s): the" \
-			"routed call's mean latency minus the direct one's."
-		echo
-		echo "| call | clients | TPS | direct TPS | ratio | extra latency per call at $lo client(s) (ms) |"
-		echo "|---|---:|---:|---:|---:|---:|"
-		for id in 11 11b 11c 12 12c; do
-			want "$id" || continue
-			b=$(case $id in 12*) echo 5 ;; *) echo 4 ;; esac)
-			printf '| %s | %s | %s | %s | %s | %s |\n' "${NAME[$id]}" "$TC" "$(fmt "${TPS[$id/$TC]:-}")" \
-				"$(fmt "${TPS[$b/$TC]:-}")" "$(ratio "${TPS[$id/$TC]:-}" "${TPS[$b/$TC]:-}")" \
-				"$(num "${LAT[$id/$lo]:-}" && num "${LAT[$b/$lo]:-}" && awk -v a="${LAT[$id/$lo]}" -v b="${LAT[$b/$lo]}" 'BEGIN { printf "%.3f", a - b }' || echo —)"
-		done
-	fi
-	echo
-	echo "## Targets (at $TC clients)"
-	echo
-	echo "| target | measured | result |"
-	echo "|---|---:|---|"
-	local r
-	ran 4 2b && { r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2b/$TC]:-}"); echo "| case 4 ≥ 10× case 2b | ${r}× | $(verdict "$r" '>=' 10) |"; }
-	ran 4 2d && { r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2d/$TC]:-}"); echo "| case 4 ≥ 0.8× case 2d | ${r}× | $(verdict "$r" '>=' 0.8) |"; }
-	ran 4 2e && { r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2e/$TC]:-}"); echo "| (case 4 / case 2e: a reserve against the bare insert of its own row) | ${r}× | — |"; }
-	ran 4 2f && { r=$(ratio "${TPS[4/$TC]:-}" "${TPS[2f/$TC]:-}"); echo "| (case 4 / case 2f: a reserve against the insert of its own row that answers a replay) | ${r}× | — |"; }
-	ran 4b 4 && { r=$(ratio "${TPS[4b/$TC]:-}" "${TPS[4/$TC]:-}"); echo "| case 4b ≥ 0.8× case 4 (a limit per buyer, a new buyer per call) | ${r}× | $(verdict "$r" '>=' 0.8) |"; }
-	ran 5 1 && { r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1/$TC]:-}"); echo "| case 5 ≥ 0.9× case 1 | ${r}× | $(verdict "$r" '>=' 0.9) |"; }
-	ran 5 1k && { r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1k/$TC]:-}"); echo "| (case 5 / case 1k: a refusal against a round trip that carries its key) | ${r}× | — |"; }
-	ran 1k 1 && { r=$(ratio "${TPS[1k/$TC]:-}" "${TPS[1/$TC]:-}"); echo "| (case 1k / case 1: the round trip with a key against the bare one) | ${r}× | — |"; }
-	ran 1c 1 && { r=$(ratio "${TPS[1c/$TC]:-}" "${TPS[1/$TC]:-}"); echo "| (case 1c / case 1: the key's index probe alone, in SQL) | ${r}× | — |"; }
-	ran 5 1c && { r=$(ratio "${TPS[5/$TC]:-}" "${TPS[1c/$TC]:-}"); echo "| (case 5 / case 1c: a refusal against the probe of its key) | ${r}× | — |"; }
-	ran 6 2b && { r=$(ratio "${TPS[6/$TC]:-}" "${TPS[2b/$TC]:-}"); echo "| case 6 ≥ 1.0× case 2b | ${r}× | $(verdict "$r" '>=' 1.0) |"; }
-	ran 10 3d && { r=$(ratio "${TPS[10/$TC]:-}" "${TPS[3d/$TC]:-}"); echo "| case 10 reservations/s ≥ 1.0× case 3d calls/s (reserve_many of $BATCH against durable Redis) | ${r}× | $(verdict "$r" '>=' 1.0) |"; }
-	ran 10 4 && { r=$(ratio "${TPS[10/$TC]:-}" "${TPS[4/$TC]:-}"); echo "| (case 10 / case 4: reservations/s in batches of $BATCH against one reserve per call) | ${r}× | — |"; }
-	ran 3d 3 && { r=$(ratio "${TPS[3d/$TC]:-}" "${TPS[3/$TC]:-}"); echo "| (case 3d / case 3: Redis durable against in memory) | ${r}× | — |"; }
-	want 8 && { echo "| case 8 ≥ 20,000 rows/s | $(fmt "$EXPIRY_RATE") | $(verdict "$EXPIRY_RATE" '>=' 20000) |"; }
-	want 9 && { r=$(ratio "${FULL_MED[fold]}" "${EMPTY_MED[fold]}"); echo "| case 9 load ratio about 1 (≤ 2), right after the fold | ${r}× | $(verdict "$r" '<=' 2) |"; }
-	want 9 && { r=$(ratio "${FULL_MED[vacuum]}" "${EMPTY_MED[vacuum]}"); echo "| case 9 load ratio about 1 (≤ 2), after VACUUM | ${r}× | $(verdict "$r" '<=' 2) |"; }
-	want 9 && { echo "| case 9 bytes per SKU (with its rules) ≤ 288 | $BYTES | $(verdict "$BYTES" '<=' 288) |"; }
-	if [ "$ROUNDS" -gt 0 ] && [ "${#RCASES[@]}" -gt 0 ]; then
-		echo
-		echo "## Targets in rounds (at $TC clients)"
-		echo
-		echo "Cases ${RCASES[*]} again, $ROUNDS time(s) in turn, $DURATION s each, after the cases above:" \
-			"each round's ratio compares runs about a minute apart, and the target is judged on the median."
-		echo
-		printf '| target |'; for r in $(seq "$ROUNDS"); do printf ' round %s |' "$r"; done; echo ' median | result |'
-		printf '|---|'; for r in $(seq "$ROUNDS"); do printf -- '---:|'; done; echo '---:|---|'
-		round_target 5 1 0.9 "case 5 ≥ 0.9× case 1"
-		round_target 1k 1 "" "(case 1k / case 1: the round trip with a key against the bare one, the most case 5 can reach)"
-		round_target 5 1k "" "(case 5 / case 1k: a refusal against a round trip that carries its key)"
-		round_target 4 2b 10 "case 4 ≥ 10× case 2b"
-		round_target 4 2d 0.8 "case 4 ≥ 0.8× case 2d"
-		round_target 2e 2d "" "(case 2e / case 2d: the INSERT of the ledger's own row against the one-index INSERT, the most case 4 can reach)"
-		round_target 4 2e "" "(case 4 / case 2e: a reserve against the bare insert of its own row)"
-	fi
-	picture "Each target: measured against its target" ratios
-	echo
-	echo "## Checks"
-	echo
-	echo "| check | result |"
-	echo "|---|---|"
-	printf '%s\n' "${CHECKS[@]}"
-}
-
-# every case must have produced a number
-for id in "${CASE_IDS[@]}"; do
-	for c in $CLIENTS; do
-		v=${TPS[$id/$c]:-}
-		num "$v" || [ "$v" = skipped ] || { FAILED=1; inv_log "case $id at $c clients produced no number"; }
-	done
-done
-
+record run finished_utc="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 mkdir -p "$(dirname "$OUT")"
-# none of an earlier run's pictures beside this report, should drawing fail
-rm -f "${OUT%.md}-tps.svg" "${OUT%.md}-ratios.svg"
-report | tee "$OUT"
-inv_log "report written to $OUT"
-if [ "$PLOT_OK" -eq 1 ]; then
-	# Debian's python3, which has the matplotlib of python3-matplotlib
-	if /usr/bin/python3 "$INV_TOP/bench/plot.py" "$OUT" >/dev/null; then
-		inv_log "pictures drawn: ${OUT%.md}-tps.svg, ${OUT%.md}-ratios.svg"
-	else
-		FAILED=1; inv_log "the pictures of $OUT could not be drawn"
-	fi
-fi
-[ "$FAILED" -eq 0 ]
+# nothing of an earlier run beside this one's, should a step fail
+rm -f "$OUT" "$DATA" "${OUT%.md}-tps.svg" "${OUT%.md}-ratios.svg"
+# Debian's python3, which has the matplotlib of python3-matplotlib.  It
+# gathers the records into DATA, writes the report and its pictures, and
+# fails when the data shows a failure or the report could not be made.
+/usr/bin/python3 "$INV_TOP/bench/report.py" --records "$RECORDS" "$DATA" --out "$OUT"
+status=$?
+[ -f "$OUT" ] && cat "$OUT"
+[ -f "$DATA" ] && inv_log "data written to $DATA"
+[ "$status" -eq 0 ] || inv_log "the run failed (bench/report.py exited $status)"
+exit "$status"
