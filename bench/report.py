@@ -23,7 +23,7 @@ and nowhere else.  A ratio is the TPS of a case over the TPS of its baseline
 at the same client count; targets are judged at settings.target_clients on
 the value as the report shows it (a ratio to 2 decimals, 3 under 0.1), in
 the table of the run and, for those run again in rounds, on the median of
-the rounds' ratios.
+the rounds' ratios as shown (an even count: the mean of the middle two).
 
 The data (format 1), one JSON object:
 
@@ -627,14 +627,11 @@ def judged_rounds(run):
     for t in sorted((t for t in TARGETS if t.rounds), key=lambda t: t.rounds):
         if not set(t.cases()) <= set(s.get("round_cases", [])):
             continue
-        exact = []
-        for r in rounds:
-            a, b = run.round_tps(t.of, r), run.round_tps(t.to, r)
-            exact.append(a / b if is_num(a) and is_num(b) and b > 0 else None)
-        m = median(exact)
+        # each round's ratio as shown, and their median, as the reader can check it
+        each = [ratio(run.round_tps(t.of, r), run.round_tps(t.to, r)) for r in rounds]
+        m = median([shown(x) for x in each])
         v = ratio(m, 1) if m is not None else "—"
-        out.append({"text": run.text(t.rounds_text),
-                    "rounds": [ratio(x, 1) if x is not None else "—" for x in exact],
+        out.append({"text": run.text(t.rounds_text), "rounds": each,
                     "shown": v, "value": shown(v), "op": t.op, "goal": t.goal,
                     "verdict": verdict(v, t.op, t.goal)})
     return out
