@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "common/int.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -17,6 +18,7 @@
 
 #include "api/outcome.h"
 #include "tables/catalog.h"
+#include "xact/pending.h"
 
 #define RESULT_NATTS 8
 
@@ -51,6 +53,24 @@ OutcomeDesc(void)
 	return desc;
 }
 
+/*
+ * The available units the call answers: those that will be available once
+ * the caller's transaction commits, if nothing else commits or aborts
+ * meanwhile -- the live count at the call, which has every hold of every
+ * transaction taken out, plus what this transaction adds, which counts for
+ * others only at its commit.  So a restock answers with its units on sale.
+ */
+static int64
+OutcomeAvailable(const Outcome *o)
+{
+	int64		available;
+
+	if (o->sku == NULL ||
+		pg_add_s64_overflow(o->available, PendingOwnAvailable(o->sku), &available))
+		return o->available;
+	return available;
+}
+
 HeapTuple
 OutcomeTuple(const Outcome *o)
 {
@@ -68,7 +88,7 @@ OutcomeTuple(const Outcome *o)
 	nulls[4] = !o->has_state;
 	values[4] = InvStateGetDatum(o->state);
 	nulls[5] = !o->has_counters;
-	values[5] = Int64GetDatum(o->available);
+	values[5] = Int64GetDatum(o->has_counters ? OutcomeAvailable(o) : 0);
 	nulls[6] = !o->has_counters;
 	values[6] = Int64GetDatum(o->version);
 	nulls[7] = !o->has_expires_at;

@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "common/int.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -474,6 +475,43 @@ PendingOwnDelta(const InvKey *key, InvEffect *delta)
 	for (int i = t->last; i >= 0; i = changes[i].prev)
 		InvEffectAdd(delta, &changes[i].delta);
 	return true;
+}
+
+/*
+ * What this transaction's own changes to sku will add to its available
+ * units when it commits, beyond what the live count already shows: the
+ * units it adds (a restock, a cancel, a stocktake up), which count only
+ * once it commits, and nothing for the units it takes, which its holds
+ * already keep out of the live count.  Zero when it has not touched sku.
+ */
+int64
+PendingOwnAvailable(text *sku)
+{
+	InvKey		key;
+	Touched    *t;
+	int64		sum = 0;
+
+	if (ntouched == 0)
+		return 0;
+	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
+	t = TouchedFind(&key);
+	if (t == NULL)
+		return 0;
+	for (int i = t->last; i >= 0; i = changes[i].prev)
+	{
+		const Change *c = &changes[i];
+
+		/*
+		 * At commit on_hand and reserved move by delta and the holds bound
+		 * to rows return.  A prepaid hold is for a row still to land: it
+		 * stays out of available, as that row will keep it.
+		 */
+		if (pg_add_s64_overflow(sum, c->delta.on_hand, &sum) ||
+			pg_sub_s64_overflow(sum, c->delta.reserved, &sum) ||
+			pg_add_s64_overflow(sum, c->hold - c->prepaid, &sum))
+			return 0;
+	}
+	return sum;
 }
 
 /* Does the SKU exist as this transaction sees it (committed or its own)? */

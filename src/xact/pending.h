@@ -45,5 +45,6 @@ extern bool PendingSkuExists(const InvKey *key);
 extern void PendingMarkDropping(const InvKey *key);
 extern void PendingCheckBounds(const InvKey *key);
 extern bool PendingOwnDelta(const InvKey *key, InvEffect *delta);
+extern int64 PendingOwnAvailable(text *sku);
 
 #endif							/* INVENTORY_PENDING_H */
