@@ -2,7 +2,7 @@
 #
 # Two extensions: inventory, in each database that holds stock (a node),
 # and inventory_router, SQL only, in a database that routes the same API to
-# the nodes over PL/Proxy (see the README, Scaling out).
+# the nodes over PL/Proxy (see docs/scaling-out.md).
 
 EXTENSION = inventory inventory_router
 

@@ -3,7 +3,7 @@
  *	  (src/types/state_parse.c), the input function of inventory.state.
  *
  * Every input is given to inv_state_parse() and checked against a reference
- * implementation written here from the README's definition, independently
+ * implementation written here from the definition in docs/api.md, independently
  * of the parser's code:
  *
  *	 1. the results agree: 1..4 for PENDING, CONFIRMED, CANCELLED, EXPIRED

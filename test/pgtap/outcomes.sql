@@ -1,4 +1,4 @@
--- outcomes.sql: every row of the README's outcome table -- the call, the
+-- outcomes.sql: every row of the outcome table of docs/api.md -- the call, the
 -- key's movement before the call -> status, ok, state, and the effect on
 -- inventory.stock and inventory.available().
 --
