@@ -2,77 +2,90 @@
 #
 # Two extensions: inventory, in each database that holds stock (a node),
 # and inventory_router, SQL only, in a database that routes the same API to
-# the nodes over PL/Proxy (see the README, Scaling out).
+# the nodes over PL/Proxy (see docs/scaling-out.md).
 
 EXTENSION = inventory inventory_router
 
 MODULE_big = inventory
 OBJS = \
-	src/inventory.o \
-	src/state.o \
-	src/state_parse.o \
-	src/catalog.o \
-	src/stmt.o \
-	src/ledger.o \
-	src/cache.o \
-	src/pending.o \
-	src/trigger.o \
-	src/args.o \
-	src/outcome.o \
-	src/api.o \
-	src/cart.o \
-	src/batch.o \
-	src/rules.o \
-	src/keyfilter.o \
-	src/verify.o \
-	src/stats.o \
-	src/maintenance.o \
-	src/pool.o \
-	src/launcher.o \
-	src/restore.o \
-	src/utility.o \
-	src/worker.o
+	src/init.o \
+	src/api/api.o \
+	src/api/args.o \
+	src/api/batch.o \
+	src/api/cart.o \
+	src/api/outcome.o \
+	src/api/stats.o \
+	src/api/verify.o \
+	src/worker/launcher.o \
+	src/worker/worker.o \
+	src/enforce/restore.o \
+	src/enforce/rules.o \
+	src/enforce/trigger.o \
+	src/enforce/utility.o \
+	src/xact/pending.o \
+	src/shmem/cache.o \
+	src/shmem/cache_restore.o \
+	src/shmem/cache_stats.o \
+	src/shmem/escrow.o \
+	src/shmem/keyfilter.o \
+	src/shmem/pool.o \
+	src/tables/catalog.o \
+	src/tables/keyscan.o \
+	src/tables/ledger_row.o \
+	src/tables/ledger_table.o \
+	src/tables/maintenance.o \
+	src/tables/sku_row.o \
+	src/tables/stmt.o \
+	src/types/state.o \
+	src/types/state_parse.o
 
 # inventory--*.sql does not match inventory_router--*.sql
 DATA = $(wildcard inventory--*.sql) $(wildcard inventory_router--*.sql)
 
 # Warnings are errors.  PostgreSQL's own headers and fmgr conventions trip
 # -Wunused-parameter and -Wmissing-field-initializers, so those stay off.
+PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 
 TESTCONF = $(srcdir)/test/inventory.conf
 
-# every sql/NAME.sql is a regression test, every specs/NAME.spec an
-# isolation spec, every test/t/*.pl a TAP test; each boots its own cluster
+# The quick tier, `make installcheck`: every sql/NAME.sql is a regression
+# test, every specs/NAME.spec an isolation spec, every test/pgtap/NAME.sql a
+# pgTAP file; each suite boots a temporary cluster of its own that preloads
+# the library (test/inventory.conf), so no server is needed.  The TAP tests
+# (test/t/*.pl: crashes, restarts, failover, dump and restore, upgrades, the
+# router) take longer and have their own target, `make installcheck-tap`.
 REGRESS = $(sort $(basename $(notdir $(wildcard sql/*.sql))))
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(TESTCONF)
 ISOLATION = $(sort $(basename $(notdir $(wildcard specs/*.spec))))
 ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=$(TESTCONF)
-TAP_TESTS = 1
-PROVE_TESTS = $(wildcard test/t/*.pl)
+PGTAP_TESTS = $(sort $(wildcard $(srcdir)/test/pgtap/*.sql))
+PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
+EXTRA_CLEAN = tmp_check_pgtap
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
 
-# One suite at a time, on a temporary cluster of its own (see the README,
-# Testing); one test with REGRESS=, ISOLATION= or PROVE_TESTS=:
+# pgTAP is part of the quick tier (its prerequisite: it runs first)
+ifneq ($(strip $(PGTAP_TESTS)),)
+installcheck: installcheck-pgtap
+endif
+
+# One suite at a time; one test with REGRESS=, ISOLATION=, PGTAP_TESTS= or
+# PROVE_TESTS= (see CONTRIBUTING.md, Testing):
 #   make installcheck-regress REGRESS=restore
 #   make installcheck-isolation ISOLATION=last_unit
+#   make installcheck-pgtap PGTAP_TESTS=test/pgtap/outcomes.sql
 #   make installcheck-tap PROVE_TESTS=test/t/012_failover.pl
-# pgTAP needs a running server that preloads the library (PGHOST, PGPORT,
-# PGDATABASE as for psql):
-#   make installcheck-pgtap [PGTAP_TESTS=test/pgtap/outcomes.sql]
-PGTAP_TESTS = $(wildcard $(srcdir)/test/pgtap/*.sql)
-
-.PHONY: installcheck-regress installcheck-isolation installcheck-tap installcheck-pgtap
+.PHONY: installcheck-regress installcheck-isolation installcheck-pgtap installcheck-tap
 installcheck-regress:
-	$(MAKE) installcheck ISOLATION= TAP_TESTS=
+	$(MAKE) installcheck ISOLATION= PGTAP_TESTS=
 installcheck-isolation:
-	$(MAKE) installcheck REGRESS= TAP_TESTS=
-installcheck-tap:
-	$(MAKE) installcheck REGRESS= ISOLATION=
+	$(MAKE) installcheck REGRESS= PGTAP_TESTS=
 installcheck-pgtap:
-	pg_prove --verbose $(PGTAP_TESTS)
+	PATH="$(bindir):$$PATH" $(srcdir)/test/pgtap/run.sh tmp_check_pgtap $(TESTCONF) $(PGTAP_TESTS)
+installcheck-tap:
+	$(prove_installcheck)

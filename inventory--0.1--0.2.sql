@@ -13,7 +13,7 @@
 -- checks of it stay disabled: they would lock the SKU's row for every
 -- reservation, making it the hot row that the design avoids.  The library
 -- disables them as the key is added, here or by pg_upgrade, which runs no
--- script (src/utility.c).
+-- script (src/enforce/utility.c).
 ------------------------------------------------------------------------------
 
 ALTER TABLE inventory.ledger ADD CONSTRAINT ledger_sku_fkey

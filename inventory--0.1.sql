@@ -171,7 +171,8 @@ CREATE INDEX ledger_sku_idx ON inventory.ledger (sku, folded);
 -- index, not a partial one, spares every insert evaluating a predicate)
 CREATE INDEX ledger_due_idx ON inventory.ledger (folded, expires_at);
 
--- keep the data in pg_dump; restore it with triggers disabled (see README)
+-- keep the data in pg_dump; a restore passes the trigger, which recognises
+-- and checks it (docs/operations.md, Backup and restore)
 SELECT pg_catalog.pg_extension_config_dump('inventory.sku', '');
 SELECT pg_catalog.pg_extension_config_dump('inventory.ledger', '');
 
@@ -394,7 +395,7 @@ COMMENT ON VIEW inventory.worker_status IS
 -- PUBLIC gets the schema's names, the state type and its functions, and
 -- nothing else.  The functions that touch the tables are SECURITY DEFINER:
 -- the roles need no privilege on the tables themselves.  Every statement
--- they run is schema-qualified and runs with search_path pinned (spi.c).
+-- they run is schema-qualified and runs with search_path pinned (src/tables/stmt.c).
 ------------------------------------------------------------------------------
 
 DO $$

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fuzz/run.sh [SECONDS] -- fuzzes the state name parser (src/state_parse.c,
+# fuzz/run.sh [SECONDS] -- fuzzes the state name parser (src/types/state_parse.c,
 # the input function of inventory.state) with libFuzzer for SECONDS
 # (default 60), and ends with one line "N passed, N failed".
 #
@@ -37,7 +37,7 @@ trap 'rm -rf "$WORK"' EXIT
 inv_log "building state_fuzz with $CC"
 "$CC" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-I "$INV_TOP/src" -o "$WORK/state_fuzz" \
-	"$HERE/state_fuzz.c" "$INV_TOP/src/state_parse.c" ||
+	"$HERE/state_fuzz.c" "$INV_TOP/src/types/state_parse.c" ||
 	inv_die "building the fuzz target failed"
 
 cp -r "$HERE/corpus" "$WORK/corpus"

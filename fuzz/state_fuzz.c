@@ -1,9 +1,9 @@
 /*
  * fuzz/state_fuzz.c -- libFuzzer target for the state name parser
- *	  (src/state_parse.c), the input function of inventory.state.
+ *	  (src/types/state_parse.c), the input function of inventory.state.
  *
  * Every input is given to inv_state_parse() and checked against a reference
- * implementation written here from the README's definition, independently
+ * implementation written here from the definition in docs/api.md, independently
  * of the parser's code:
  *
  *	 1. the results agree: 1..4 for PENDING, CONFIRMED, CANCELLED, EXPIRED
@@ -24,7 +24,7 @@
  * Build and run: fuzz/run.sh [SECONDS].
  *
  * How the harness was checked to catch bugs: each change below was made to
- * a *copy* of src/state_parse.c in a temporary directory (sed on the copy),
+ * a *copy* of src/types/state_parse.c in a temporary directory (sed on the copy),
  * the target built against the copy with the flags of run.sh
  * (clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -I src
  * fuzz/state_fuzz.c COPY.c) and run as run.sh runs it; the copies were then
@@ -46,14 +46,14 @@
  * `c & ~0x20`, was not found in 60 s, rightly: a byte then matches an
  * upper-case letter of a name exactly when it does with to_upper(), so it
  * is no bug.)
- * src/state_parse.c itself was never modified.
+ * src/types/state_parse.c itself was never modified.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "state_parse.h"
+#include "types/state_parse.h"
 
 /* the reference: names in lower case, written out again here on purpose */
 static const char *const ref_names[] = {

@@ -129,7 +129,7 @@ SELECT coalesce(sum(qty) FILTER (WHERE kind = 'restock' AND order_id LIKE 'inven
   FROM inventory.ledger WHERE sku = 'FLASH-1'
 SQL
 	}
-	# bucket and units of each partition, from a rebalance as the README
+	# bucket and units of each partition, from a rebalance as docs/scaling-out.md
 	# advises before a sale (it forgets the unsplit layout), and the
 	# transfers so far (the split's)
 	declare -A BUCKET START IN0 OUT0

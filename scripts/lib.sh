@@ -151,7 +151,7 @@ inv_cluster_stop() {
 # partition databases inv_p0 .. inv_p<N-1> with the extension (each then
 # running SQL, when given), and a router database shop with
 # inventory_router whose cluster inventory_cluster reaches them, as the
-# README shows it.
+# docs/scaling-out.md shows it.
 inv_router_create() {
 	local n=$1 sql=${2:-} p opts=
 	for p in $(seq 0 $((n - 1))); do

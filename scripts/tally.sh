@@ -5,10 +5,30 @@
 # run_tap_log LOG STATUS      counts the ok / not ok lines of TAP output
 # tally_summary LOG STATUS    adds the final "N passed, N failed" of LOG
 # tally_one LOG STATUS        one test: passed when STATUS is 0
-# tally_end                   prints the total, fails if anything failed
+# suite NAME                  a suite begins: its name now, its count and
+#                             time when the next one begins
+# tally_end                   prints each suite's count and time, then the
+#                             total; fails if anything failed
 
 PASSED=0
 FAILED=0
+SUITE_NAME=
+SUITES=()
+
+suite() {
+	suite_done
+	SUITE_NAME=$1 SUITE_START=$SECONDS SUITE_PASSED=$PASSED SUITE_FAILED=$FAILED
+	printf '== %s\n' "$1"
+}
+
+suite_done() {
+	[ -n "$SUITE_NAME" ] || return 0
+	local t=$((SECONDS - SUITE_START))
+	printf '   (%d s)\n' "$t"
+	SUITES+=("$(printf '%-44s %5d passed, %3d failed, %5d s' "$SUITE_NAME" \
+		$((PASSED - SUITE_PASSED)) $((FAILED - SUITE_FAILED)) "$t")")
+	SUITE_NAME=
+}
 
 count() {
 	local p f
@@ -68,6 +88,13 @@ tally_one() {
 }
 
 tally_end() {
+	local s
+	suite_done
+	if [ ${#SUITES[@]} -gt 0 ]; then
+		echo
+		for s in "${SUITES[@]}"; do echo "$s"; done
+		echo
+	fi
 	echo "$PASSED passed, $FAILED failed"
 	[ "$FAILED" -eq 0 ]
 }

@@ -29,19 +29,19 @@ WORK=$(mktemp -d /tmp/inventory-long.XXXXXX)
 trap '[ "$FAILED" -eq 0 ] && rm -rf "$WORK"' EXIT
 inv_scratch_tree "$WORK"
 
-inv_log "torture for $TORTURE s, and crashes under load"
+suite "torture for $TORTURE s, and crashes under load"
 inv_as_pg env INVENTORY_TORTURE_SECONDS="$TORTURE" make -C "$WORK/tree" installcheck-tap \
 	PROVE_TESTS='test/t/010_crash_load.pl test/t/011_torture.pl' \
 	PROVE_FLAGS=--verbose >"$WORK/tap.log" 2>&1
 run_tap_log "$WORK/tap.log" $?
 grep -E '^# ([0-9]+ s, [0-9]+ clients|round [0-9]|API calls|movements)' "$WORK/tap.log" | head -20
 
-inv_log "fuzzer for $FUZZ s"
+suite "fuzzer for $FUZZ s"
 "$INV_TOP/fuzz/run.sh" "$FUZZ" >"$WORK/fuzz.log" 2>&1
 tally_summary "$WORK/fuzz.log" $?
 grep -iE 'inputs|executed' "$WORK/fuzz.log" | tail -2
 
-inv_log "regression suite under valgrind"
+suite "regression suite under valgrind"
 "$INV_TOP/scripts/valgrind.sh" >"$WORK/valgrind.log" 2>&1
 tally_summary "$WORK/valgrind.log" $?
 grep -E '^(valgrind:|ok:|FAILED:)' "$WORK/valgrind.log"

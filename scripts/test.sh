@@ -2,10 +2,12 @@
 # scripts/test.sh -- runs every test suite of the extension and ends with one
 # line "N passed, N failed".
 #
+#   layout of src/     scripts/check_layers.py       (calls go down the layers, no include cycle)
 #   regression tests   sql/*.sql + expected/*.out   (pg_regress)
 #   isolation specs    specs/*.spec + expected/*.out (pg_isolation_regress)
 #   pgTAP suite        test/pgtap/*.sql              (pg_prove)
-#   TAP tests          test/t/*.pl                   (prove; crash, restart, concurrency, worker)
+#                      -- these three are `make installcheck`, the quick tier
+#   TAP tests          test/t/*.pl                   (prove; crash, restart, failover, dump, router...)
 #   drivers            test/drivers/                 (psycopg 3 and node-postgres, as applications call)
 #   benchmark smoke    bench/run.sh --smoke          (every case runs and checks its counts)
 #   demo smoke         scripts/demo.sh --smoke       (the three ways run; the two safe ones never oversell)
@@ -13,7 +15,8 @@
 #
 # Installs what is missing (as root), builds and installs the extension, and
 # runs everything as the PostgreSQL user in a scratch copy of the tree, each
-# suite on its own temporary cluster.  Exits non-zero if anything failed.
+# suite on its own temporary cluster.  Prints each suite's count and time,
+# then the total.  Exits non-zero if anything failed.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/tally.sh"
@@ -23,13 +26,17 @@ inv_setup python3-psycopg nodejs
 
 WORK=$(mktemp -d /tmp/inventory-test.XXXXXX)
 # on failure the logs stay, for a look at what went wrong
-trap 'inv_cluster_stop "$WORK/pgtap"; inv_cluster_stop "$WORK/drivers"; [ "$FAILED" -eq 0 ] && rm -rf "$WORK"' EXIT
+trap 'inv_cluster_stop "$WORK/drivers"; [ "$FAILED" -eq 0 ] && rm -rf "$WORK"' EXIT
 inv_scratch_tree "$WORK"
+
+suite "layout of src/"
+/usr/bin/python3 "$INV_TOP/scripts/check_layers.py" "$INV_TOP/src" >"$WORK/layers.log" 2>&1
+run_tap_log "$WORK/layers.log" $?
 
 run_pg_regress() {
 	local name=$1 log=$WORK/$1.log diffs=$2
 	shift 2
-	inv_log "$name"
+	suite "$name"
 	if inv_as_pg make -C "$WORK/tree" "$@" >"$log" 2>&1; then
 		count "$log" '\.\.\. ok' '\.\.\. (FAILED|failed)'
 	else
@@ -42,25 +49,20 @@ run_pg_regress() {
 run_pg_regress regression "$WORK/tree/regression.diffs" installcheck-regress
 run_pg_regress isolation "$WORK/tree/output_iso/regression.diffs" installcheck-isolation
 
-inv_log "pgTAP"
-# the pgTAP files call expire() and fold() themselves
-inv_cluster_start "$WORK/pgtap" "inventory.worker_enabled = off" >/dev/null
-inv_as_pg createdb inventory_pgtap
-PGDATABASE=inventory_pgtap inv_as_pg make -C "$WORK/tree" installcheck-pgtap >"$WORK/pgtap.log" 2>&1
+suite "pgTAP"
+inv_as_pg make -C "$WORK/tree" installcheck-pgtap >"$WORK/pgtap.log" 2>&1
 run_tap_log "$WORK/pgtap.log" $?
-inv_cluster_stop "$WORK/pgtap"
-unset PGHOST PGPORT PGUSER
 
-inv_log "TAP"
+suite "TAP"
 inv_as_pg make -C "$WORK/tree" installcheck-tap PROVE_FLAGS=--verbose >"$WORK/tap.log" 2>&1
 run_tap_log "$WORK/tap.log" $?
 
-inv_log "drivers: psycopg"
+suite "drivers: psycopg"
 inv_cluster_start "$WORK/drivers" "inventory.worker_enabled = off" >/dev/null
 export PGDATABASE=postgres
 /usr/bin/python3 "$WORK/tree/test/drivers/psycopg_test.py" >"$WORK/psycopg.log" 2>&1
 run_tap_log "$WORK/psycopg.log" $?
-inv_log "drivers: node-postgres"
+suite "drivers: node-postgres"
 if inv_node_modules "$WORK/tree/test/drivers/node" >"$WORK/npm.log" 2>&1; then
 	node "$WORK/tree/test/drivers/node/test.js" >"$WORK/node.log" 2>&1
 	run_tap_log "$WORK/node.log" $?
@@ -71,15 +73,15 @@ inv_cluster_stop "$WORK/drivers"
 unset PGHOST PGPORT PGUSER PGDATABASE
 
 # the benchmark's smoke mode, so that the suite cannot rot
-inv_log "bench smoke"
+suite "bench smoke"
 "$INV_TOP/bench/run.sh" --smoke >"$WORK/bench.log" 2>&1
 tally_one "$WORK/bench.log" $?
 
 # the demo's smoke mode, for the same reason
-inv_log "demo smoke"
+suite "demo smoke"
 "$INV_TOP/scripts/demo.sh" --smoke >"$WORK/demo.log" 2>&1
 tally_one "$WORK/demo.log" $?
-inv_log "demo smoke through a router over 4 nodes"
+suite "demo smoke through a router over 4 nodes"
 "$INV_TOP/scripts/demo.sh" --smoke --nodes 4 >"$WORK/demo-nodes.log" 2>&1
 tally_one "$WORK/demo-nodes.log" $?
 

@@ -1,4 +1,4 @@
--- bad_input.sql: the README's "Limits and bad input" table -- each misuse
+-- bad_input.sql: the "Limits and bad input" table of docs/api.md -- each misuse
 -- raises its ERROR with its SQLSTATE (and the documented message), the
 -- limits themselves are accepted, and afterwards no counter, no ledger row
 -- and no hold has changed.

@@ -44,7 +44,7 @@ AS $$ SELECT dblink_exec('inventory_peer', sql) $$;
 CREATE FUNCTION pg_temp.peer_status(sql text) RETURNS text LANGUAGE sql
 AS $$ SELECT status FROM dblink('inventory_peer', sql) AS t(status text) $$;
 
-SELECT plan(34);
+SELECT plan(39);
 
 SELECT is((inventory.restock(pg_temp.n('A'), 10, pg_temp.n('rA'))).status, 'ok', 'setup: restock A 10');
 SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=0 available=10 version=1 live=10', 'setup: counters of A');
@@ -124,9 +124,29 @@ SELECT is(pg_temp.counters('A'), 'on_hand=8 reserved=1 available=7 version=5 liv
 BEGIN;
 SELECT pg_temp.quiesce('A') \g /dev/null
 SELECT is(pg_temp.res(inventory.adjust(pg_temp.n('A'), 9, pg_temp.n('a1'), expected_version => 5)),
-		  'ok=true status=ok sku=A qty=9 state=NULL available=7 version=5',
+		  'ok=true status=ok sku=A qty=9 state=NULL available=8 version=5',
 		  'with nothing in flight the stocktake with the current version works');
 COMMIT;
+
+------------------------------------------------------------------------------
+-- what a movement answers: available once the caller's transaction commits
+------------------------------------------------------------------------------
+
+BEGIN;
+SELECT is(pg_temp.res(inventory.restock(pg_temp.n('A'), 4, pg_temp.n('r4'))),
+		  'ok=true status=ok sku=A qty=4 state=NULL available=12 version=6',
+		  'a restock answers the units available once its transaction commits');
+SELECT is(pg_temp.peer_status(format('SELECT available FROM inventory.reserve(%L, 9, %L)', pg_temp.n('A'), pg_temp.n('p9'))),
+		  '8', 'another transaction still sees the live count: its reserve of 9 is refused with 8 available');
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('A'), 9, pg_temp.n('o9'))),
+		  'ok=false status=insufficient sku=A qty=9 state=NULL available=12 version=6',
+		  'nor can the restocking transaction reserve them before it commits; it is told 12 after its commit');
+SELECT is(pg_temp.res(inventory.cancel(pg_temp.n('v3'))),
+		  'ok=true status=ok sku=A qty=1 state=CANCELLED available=13 version=6',
+		  'a cancel in the same transaction answers with its unit back as well');
+ROLLBACK;
+SELECT is(pg_temp.counters('A'), 'on_hand=9 reserved=1 available=8 version=6 live=8',
+		  'rolled back: the answers were what a commit would have made, nothing more');
 
 ------------------------------------------------------------------------------
 -- settle

@@ -1,4 +1,4 @@
--- outcomes.sql: every row of the README's outcome table -- the call, the
+-- outcomes.sql: every row of the outcome table of docs/api.md -- the call, the
 -- key's movement before the call -> status, ok, state, and the effect on
 -- inventory.stock and inventory.available().
 --
@@ -89,8 +89,8 @@ SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=0 available=10 version=1 l
 
 -- restock | none (SKU exists) | ok
 SELECT is(pg_temp.res(inventory.restock(pg_temp.n('A'), 5, pg_temp.n('r2'))),
-		  'ok=true status=ok sku=A qty=5 state=NULL available=10 version=1',
-		  'restock of an existing SKU: ok, counters at the call');
+		  'ok=true status=ok sku=A qty=5 state=NULL available=15 version=1',
+		  'restock of an existing SKU: ok, available with its units');
 SELECT is(pg_temp.counters('A'), 'on_hand=15 reserved=0 available=15 version=2 live=15',
 		  'restock of an existing SKU: on_hand + qty, version + 1');
 
@@ -169,7 +169,7 @@ SELECT is(pg_temp.res_exp(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('o-ttl'
 		  'reserve without ttl: expires after inventory.default_ttl');
 RESET inventory.default_ttl;
 SELECT is(pg_temp.res(inventory.cancel(pg_temp.n('o-ttl'))),
-		  'ok=true status=ok sku=A qty=1 state=CANCELLED available=11 version=4',
+		  'ok=true status=ok sku=A qty=1 state=CANCELLED available=12 version=4',
 		  'cancel of that reservation: ok');
 SELECT is(pg_temp.counters('A'), 'on_hand=15 reserved=3 available=12 version=5 live=12',
 		  'after reserve and cancel: version + 2, units back');
@@ -277,7 +277,7 @@ SELECT is(pg_temp.movement('o-none'), 'none', 'cancel of an unknown key: no ledg
 
 -- cancel | PENDING | ok | t | CANCELLED; units back on sale
 SELECT is(pg_temp.res(inventory.cancel(pg_temp.n('o2'))),
-		  'ok=true status=ok sku=A qty=2 state=CANCELLED available=10 version=7',
+		  'ok=true status=ok sku=A qty=2 state=CANCELLED available=12 version=7',
 		  'cancel of a PENDING reservation: ok, CANCELLED');
 SELECT is(pg_temp.counters('A'), 'on_hand=12 reserved=0 available=12 version=8 live=12',
 		  'cancel ok: the units are back on sale, version + 1');
@@ -323,7 +323,7 @@ SELECT is(pg_temp.counters('A'), 'on_hand=12 reserved=2 available=10 version=9 l
 
 -- confirm | PENDING, at or past expires_at | expired | f | EXPIRED now; units back on sale
 SELECT is(pg_temp.res(inventory.confirm(pg_temp.n('o3'))),
-		  'ok=false status=expired sku=A qty=2 state=EXPIRED available=10 version=8',
+		  'ok=false status=expired sku=A qty=2 state=EXPIRED available=12 version=8',
 		  'confirm of an overdue PENDING reservation: expired, not ok, state EXPIRED');
 COMMIT;
 SELECT is(pg_temp.counters('A'), 'on_hand=12 reserved=0 available=12 version=10 live=12',
@@ -367,7 +367,7 @@ SELECT lives_ok($$SELECT pg_temp.overdue('o4', 'A', 2)$$, 'an overdue PENDING re
 SELECT is(pg_temp.counters('A'), 'on_hand=12 reserved=2 available=10 version=11 live=10',
 		  'overdue o4 holds its units');
 SELECT is(pg_temp.res(inventory.extend(pg_temp.n('o4'), 1, '1 hour')),
-		  'ok=false status=expired sku=A qty=2 state=EXPIRED available=10 version=10',
+		  'ok=false status=expired sku=A qty=2 state=EXPIRED available=12 version=10',
 		  'extend of an overdue PENDING reservation: expired, not ok, state EXPIRED');
 COMMIT;
 SELECT is(pg_temp.counters('A'), 'on_hand=12 reserved=0 available=12 version=12 live=12',
@@ -379,7 +379,7 @@ SELECT is(pg_temp.movement('o4'), 'reserve sku=A qty=2 counted=NULL state=EXPIRE
 BEGIN;
 SELECT lives_ok($$SELECT pg_temp.overdue('o5', 'A', 2)$$, 'an overdue PENDING reservation o5');
 SELECT is(pg_temp.res(inventory.cancel(pg_temp.n('o5'))),
-		  'ok=true status=ok sku=A qty=2 state=CANCELLED available=10 version=12',
+		  'ok=true status=ok sku=A qty=2 state=CANCELLED available=12 version=12',
 		  'cancel of an overdue PENDING reservation: ok, CANCELLED');
 COMMIT;
 SELECT is(pg_temp.counters('A'), 'on_hand=12 reserved=0 available=12 version=14 live=12',
@@ -389,14 +389,14 @@ SELECT is(pg_temp.movement('o5'), 'reserve sku=A qty=2 counted=NULL state=CANCEL
 
 -- "at or past": a reservation that expires exactly at the call's "now"
 SELECT is(pg_temp.res(pg_temp.due_then('confirm', 'o6', 'A', 2, '0')),
-		  'ok=false status=expired sku=A qty=2 state=EXPIRED available=10 version=14',
+		  'ok=false status=expired sku=A qty=2 state=EXPIRED available=12 version=14',
 		  'confirm exactly at expires_at: expired, not ok');
 SELECT is(pg_temp.movement('o6'), 'reserve sku=A qty=2 counted=NULL state=EXPIRED',
 		  'confirm exactly at expires_at: the row is EXPIRED');
 SELECT is(pg_temp.counters('A'), 'on_hand=12 reserved=0 available=12 version=16 live=12',
 		  'confirm exactly at expires_at: units back on sale');
 SELECT is(pg_temp.res(pg_temp.due_then('extend', 'o7', 'A', 2, '0')),
-		  'ok=false status=expired sku=A qty=2 state=EXPIRED available=10 version=16',
+		  'ok=false status=expired sku=A qty=2 state=EXPIRED available=12 version=16',
 		  'extend exactly at expires_at: expired, not ok');
 SELECT is(pg_temp.movement('o7'), 'reserve sku=A qty=2 counted=NULL state=EXPIRED',
 		  'extend exactly at expires_at: the row is EXPIRED');
@@ -436,7 +436,7 @@ SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=1 available=9 version=21 l
 SELECT is(pg_temp.movement('o9'), 'reserve sku=A qty=1 counted=NULL state=PENDING',
 		  'extend ok: the row stays PENDING');
 SELECT is(pg_temp.res(inventory.cancel(pg_temp.n('o9'))),
-		  'ok=true status=ok sku=A qty=1 state=CANCELLED available=9 version=21',
+		  'ok=true status=ok sku=A qty=1 state=CANCELLED available=10 version=21',
 		  'cancel o9: ok');
 
 ------------------------------------------------------------------------------
@@ -493,7 +493,7 @@ SELECT is(pg_temp.counters('A'), 'on_hand=5 reserved=5 available=0 version=24 li
 
 -- adjust up
 SELECT is(pg_temp.res(inventory.adjust(pg_temp.n('A'), 9, pg_temp.n('a2'))),
-		  'ok=true status=ok sku=A qty=9 state=NULL available=0 version=24',
+		  'ok=true status=ok sku=A qty=9 state=NULL available=4 version=24',
 		  'adjust up: ok');
 SELECT is(pg_temp.counters('A'), 'on_hand=9 reserved=5 available=4 version=25 live=4',
 		  'adjust up: on_hand = the count');
@@ -606,7 +606,7 @@ SELECT ok(pg_temp.error_detail(format('SELECT inventory.reserve(%L, 4, %L)', pg_
 		  'the 23505 detail names the withdrawal');
 
 SELECT is(pg_temp.res(inventory.cancel(pg_temp.n('oW'))),
-		  'ok=true status=ok sku=W qty=2 state=CANCELLED available=0 version=3',
+		  'ok=true status=ok sku=W qty=2 state=CANCELLED available=2 version=3',
 		  'cancel oW: ok');
 SELECT is(pg_temp.counters('W'), 'on_hand=2 reserved=0 available=2 version=4 live=2',
 		  'final counters of W');
@@ -616,10 +616,10 @@ SELECT is(pg_temp.counters('W'), 'on_hand=2 reserved=0 available=2 version=4 liv
 ------------------------------------------------------------------------------
 
 SELECT is(pg_temp.res(inventory.cancel(pg_temp.n('o10'))),
-		  'ok=true status=ok sku=A qty=5 state=CANCELLED available=4 version=25',
+		  'ok=true status=ok sku=A qty=5 state=CANCELLED available=9 version=25',
 		  'cancel o10: ok');
 SELECT is(pg_temp.res(inventory.cancel(pg_temp.n('ob'))),
-		  'ok=true status=ok sku=B qty=5 state=CANCELLED available=0 version=2',
+		  'ok=true status=ok sku=B qty=5 state=CANCELLED available=5 version=2',
 		  'cancel ob: ok');
 SELECT is(pg_temp.counters('A'), 'on_hand=9 reserved=0 available=9 version=26 live=9',
 		  'final counters of A');

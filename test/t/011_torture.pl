@@ -11,7 +11,7 @@
 # version-checked; an administrator writing the tables by hand (cancel,
 # confirm, expire, extend, a reservation refused with 23514 and caught, a
 # delivery booked and deleted once folded, fold()).  Every API result is
-# checked against the README's outcome table as it comes (torture.judge()
+# checked against the outcome table of docs/api.md as it comes (torture.judge()
 # in test/torture/setup.sql): a departure raises an ERROR, which aborts the
 # client and fails the test with the message.
 #

@@ -1,8 +1,8 @@
 # A bounded pool serves any number of databases.  With the server's default
 # max_worker_processes (8) and inventory.max_workers (2), twenty databases
 # each hold a reservation with a 1-second ttl: every one expires within the
-# bound the README states, never more than inventory.max_workers workers run
-# at once, and parallel query still launches its workers.  When the pool
+# bound docs/operations.md states, never more than inventory.max_workers
+# workers run at once, and parallel query still launches its workers.  When the pool
 # cannot keep up -- here, both workers stuck behind a table lock -- the
 # databases left waiting say how late they are in inventory.worker_status.
 use strict;
@@ -16,7 +16,7 @@ use InventoryTest qw(inventory_node);
 use Time::HiRes qw(usleep time);
 
 my $DBS   = 20;
-my $BOUND = 3;    # seconds after expires_at, as the README states
+my $BOUND = 3;    # seconds after expires_at, as docs/operations.md states
 
 my $node = inventory_node('pool', qq{
 log_statement = none

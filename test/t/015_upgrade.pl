@@ -1,9 +1,11 @@
 # Users upgrade, they never drop: ALTER EXTENSION inventory UPDATE from every
-# earlier version, with the data in place.  A database made with version
-# 0.1 and full of data keeps working with the new library before it is
-# updated, is updated in place, and then equals a fresh install of the new
-# version: the same objects, definitions, comments and privileges, and the
-# same data, keys, holds and counters as before the update.
+# earlier version, with the data in place.  A database made with an earlier
+# version and full of data keeps working with the new library before it is
+# updated, is updated in place one version at a time (0.1 -> 0.2 -> 0.3,
+# and 0.2 -> 0.3), and then equals a fresh install of the new version: the
+# same objects, definitions, comments and privileges, and the same data,
+# keys, holds and counters as before the update.  The router's extension,
+# inventory_router, is updated from each of its earlier versions too.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -37,8 +39,9 @@ ORDER BY 1, 2
 };
 
 
-for my $from (@versions[0 .. $#versions - 1])
+for my $i (0 .. $#versions - 1)
 {
+	my $from = $versions[$i];
 	my $db = "from_$from" =~ s/\./_/gr;
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
 	$node->safe_psql($db, "CREATE EXTENSION inventory VERSION '$from'");
@@ -65,10 +68,13 @@ SELECT inventory.can_transition('PENDING', 'EXPIRED'), inventory.is_final('PENDI
 	is($ret, 0, "version $from works with the new library before the update") or diag $err;
 
 	my $before = $node->safe_psql($db, $data);
-	$node->safe_psql($db, 'ALTER EXTENSION inventory UPDATE');
-	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'inventory'"),
-		$default, "$from: updated to $default");
-	is($node->safe_psql($db, $data), $before, "$from: the data is intact");
+	for my $to (@versions[ $i + 1 .. $#versions ])
+	{
+		$node->safe_psql($db, "ALTER EXTENSION inventory UPDATE TO '$to'");
+		is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'inventory'"),
+			$to, "$from: updated to $to");
+		is($node->safe_psql($db, $data), $before, "$from: the data is intact at $to");
+	}
 	is($node->safe_psql($db, 'SELECT count(*) FROM inventory.verify()'), '0', "$from: verify() is empty");
 	is($node->safe_psql($db, key_checks_sql()), 'DDDD 4', "$from: the foreign key's four checks are disabled");
 	is($node->safe_psql($db, q{
@@ -108,6 +114,29 @@ SELECT count(*) FROM inventory.verify()}),
 	my $fresh   = $node->safe_psql("fresh_$db", describe_sql());
 	cmp_ok(scalar(split /\n/, $fresh), '>', 100, 'the description covers the objects');
 	is($updated, $fresh, "$from: the updated schema equals a fresh install of $default");
+}
+
+# The router's extension: each earlier version updated in place equals a
+# fresh install (it holds no data of its own but its cluster's layout).
+my $router_default = $node->safe_psql('postgres',
+	"SELECT default_version FROM pg_available_extensions WHERE name = 'inventory_router'");
+my @router_versions = split /\n/, $node->safe_psql('postgres',
+	"SELECT version FROM pg_available_extension_versions WHERE name = 'inventory_router' ORDER BY string_to_array(version, '.')::int[]");
+is($router_versions[-1], $router_default, "the router's default version, $router_default, is the newest");
+$node->safe_psql('postgres', 'CREATE DATABASE router_fresh');
+$node->safe_psql('router_fresh', 'CREATE EXTENSION inventory_router CASCADE');
+my $router_fresh = $node->safe_psql('router_fresh', describe_sql('inventory_router'));
+cmp_ok(scalar(split /\n/, $router_fresh), '>', 100, "the description covers the router's objects");
+for my $from (@router_versions[0 .. $#router_versions - 1])
+{
+	my $db = "router_from_$from" =~ s/\./_/gr;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, "CREATE EXTENSION inventory_router VERSION '$from' CASCADE");
+	$node->safe_psql($db, 'ALTER EXTENSION inventory_router UPDATE');
+	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'inventory_router'"),
+		$router_default, "router $from: updated to $router_default");
+	is($node->safe_psql($db, describe_sql('inventory_router')), $router_fresh,
+		"router $from: the updated schema equals a fresh install of $router_default");
 }
 
 $node->stop;

@@ -308,8 +308,8 @@ is(join(' / ', map { node_sql($_, "SELECT string_agg(order_id || ':' || sku, ' '
 
 # a batch across nodes is a transaction per node: a part that its node
 # refuses with an error (here a key reused by another buyer, 23505) does
-# not undo a part that another node has reserved by then (the README says
-# so); whether that part was sent before the error came back is a race
+# not undo a part that another node has reserved by then
+# (docs/scaling-out.md says so); whether that part was sent before the error came back is a race
 ($ret, $stdout, $stderr) = $router->psql('shop',
 	"\\set VERBOSITY sqlstate\nSELECT * FROM inventory.reserve_many(ARRAY['$B', '$A'], '{1,1}', '{m3,m8}')");
 like($stderr, qr/ERROR:  23505/, 'a batch whose part on one node fails: 23505');
@@ -351,7 +351,7 @@ like($stderr, qr/ERROR:  21000: key \(twice, 1\) is known on 2 partitions.*HINT:
 	'confirm without a SKU of a key on two nodes: 21000, with a hint');
 is(node_sql(part_of($A), "SELECT state FROM inventory.ledger WHERE order_id = 'twice'")
 	. ' ' . node_sql($pb, "SELECT state FROM inventory.ledger WHERE order_id = 'twice'"),
-	'CONFIRMED CONFIRMED', 'both nodes confirmed it, as the README says');
+	'CONFIRMED CONFIRMED', 'both nodes confirmed it, as docs/scaling-out.md says');
 
 # a router transaction is not a node transaction
 $router->safe_psql('shop', "BEGIN; SELECT inventory.reserve('$A', 1, 'rolled-back'); ROLLBACK;");
@@ -490,7 +490,7 @@ ok(wait_until($DEADLINE, sub {
 # call that must connect to a node whose whole server hangs (SIGSTOP).
 # (3) A call sent on an established connection to a node process that
 # then stops answering waits until the node answers or the connection
-# breaks: PL/Proxy waits for the cancelled query's answer.  The README
+# breaks: PL/Proxy waits for the cancelled query's answer.  docs/scaling-out.md
 # says so, and recommends TCP keepalives and tcp_user_timeout.
 my $hung = 3;
 my $holder = $nodes[$hung]->background_psql("inv_p$hung");

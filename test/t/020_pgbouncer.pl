@@ -1,5 +1,5 @@
 # pgbouncer in transaction mode between the router and the nodes, as the
-# README's "Connections" shows: four nodes, each partition database served
+# "Connections" of docs/scaling-out.md shows: four nodes, each partition database served
 # through one pgbouncer by at most POOL server connections.
 #
 #   * every routed call works through the pooler: reserve, confirm, cancel,

@@ -15,7 +15,7 @@
 -- the test passes that length, in keys, to pgbench as :oldest).
 --
 -- torture.judge() holds every result of the API against the outcome table
--- of the README and raises an ERROR on any departure: the pgbench client
+-- of docs/api.md and raises an ERROR on any departure: the pgbench client
 -- aborts and the test fails with the message.  The views at the end are
 -- what the checkpoints of the test assert empty.
 
@@ -32,7 +32,7 @@ SELECT count(inventory.restock('COLD-' || g, 10, 'init-cold-' || g)) FROM genera
 INSERT INTO inventory.sku (sku, on_hand) SELECT 'COLD-' || g, 10 FROM generate_series(250, 499) g;
 
 -- What a movement adds to its SKU's counters, written here again from the
--- README rather than taken from the extension's effect_* functions: on_hand
+-- docs/api.md rather than taken from the extension's effect_* functions: on_hand
 -- grows by restocks and stocktakes and shrinks by confirmed reservations;
 -- reserved is what PENDING reservations hold; a version counts every
 -- committed change (a reservation once when made, once when settled).
@@ -115,7 +115,7 @@ $$;
 -- Checking every result
 ------------------------------------------------------------------------------
 
--- The outcome table of the README: for each call, the legal combinations of
+-- The outcome table of docs/api.md: for each call, the legal combinations of
 -- status, ok and state.
 CREATE TABLE torture.outcome (op text, status text, ok boolean, state inventory.state);
 INSERT INTO torture.outcome VALUES

@@ -146,14 +146,16 @@ SELECT string_agg(tgenabled::text, '' ORDER BY tgenabled) || ' ' || count(*) FRO
  WHERE tgconstraint = (SELECT oid FROM pg_constraint WHERE conname = 'ledger_sku_fkey')};
 }
 
-# describe_sql(): every object of the extension, described so that two
-# databases compare: what it is, its definition, its comment, its
-# privileges.  Internal triggers are named after OIDs, so they are
+# describe_sql([EXTNAME]): every object of the extension (inventory, or
+# inventory_router), described so that two databases compare: what it is,
+# its definition, its comment, its privileges.  Internal triggers are named after OIDs, so they are
 # described by what they do.
 sub describe_sql
 {
-	return q{
-WITH ext AS (SELECT oid FROM pg_extension WHERE extname = 'inventory'),
+	my ($extname) = @_;
+	$extname //= 'inventory';
+	return qq{
+WITH ext AS (SELECT oid FROM pg_extension WHERE extname = '$extname'),
 members AS (
   SELECT d.classid, d.objid FROM pg_depend d, ext
    WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e'
@@ -200,7 +202,7 @@ SELECT line FROM (
   SELECT format('schema acl %s', n.nspacl) FROM pg_namespace n WHERE n.nspname = 'inventory'
   UNION ALL
   SELECT format('config table %s', x) FROM pg_extension, unnest(extconfig::regclass[]) x
-   WHERE extname = 'inventory'
+   WHERE extname = '$extname'
 ) l ORDER BY line
 };
 }

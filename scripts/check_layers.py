@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+"""scripts/check_layers.py -- the layout of src/ holds: calls go down the
+layers, and no module reaches itself through its includes.
+
+A module is a .c file and its .h (src/shmem/cache.c and src/shmem/cache.h
+are the module shmem/cache), with its internal header if it has one
+(src/shmem/cache_internal.h: the layout that the files built on the module
+share); any other header without a .c is a module of its own.
+Module A depends on module B when A's .c or .h includes B's header.  The
+layers, top to bottom (CONTRIBUTING.md says what each one is):
+
+    init            src/init.c: _PG_init
+    api, worker     the SQL-callable functions; the background processes
+    enforce         the trigger, the rules, restores, the utility hook
+    xact            a transaction's pending changes
+    shmem           shared memory: the cache, escrow, key filter, pool
+    tables          the extension's tables: catalog, rows, scans, SQL
+    types           the inventory.state type
+    (inventory.h)   limits shared by every layer
+
+A module may include its own layer's headers and those of the layers below.
+Prints TAP: one test per module, then one for the cycles.  Usage:
+    scripts/check_layers.py [SRC_DIR]
+"""
+import os
+import re
+import sys
+
+LAYERS = [("init",), ("api", "worker"), ("enforce",), ("xact",), ("shmem",),
+          ("tables",), ("types",), ("inventory",)]
+RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def modules(src):
+    """{module: [files]} for every .c and .h under src."""
+    mods = {}
+    for root, _, files in os.walk(src):
+        for f in files:
+            if f.endswith((".c", ".h")):
+                path = os.path.join(root, f)
+                mod = os.path.relpath(path, src)[:-2]
+                if mod.endswith("_internal"):
+                    mod = mod[:-len("_internal")]
+                mods.setdefault(mod, []).append(path)
+    return mods
+
+
+def layer(mod):
+    top = mod.split("/")[0]
+    if top not in RANK:
+        raise SystemExit("Bail out! %s is in no layer: add its folder to "
+                         "LAYERS in %s" % (mod, sys.argv[0]))
+    return top
+
+
+def dependencies(src, mods):
+    deps = {m: set() for m in mods}
+    for mod, files in mods.items():
+        for path in files:
+            with open(path, encoding="utf-8") as f:
+                for inc in INCLUDE.findall(f.read()):
+                    target = inc[:-2] if inc.endswith(".h") else None
+                    if target and target.endswith("_internal"):
+                        target = target[:-len("_internal")]
+                    if target in mods and target != mod:
+                        deps[mod].add(target)
+    return deps
+
+
+def cycles(deps):
+    """The strongly connected sets of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(deps[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                found.append(sorted(scc))
+
+    for v in sorted(deps):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def main():
+    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "src")
+    mods = modules(src)
+    deps = dependencies(src, mods)
+    n = 0
+    failed = 0
+    print("1..%d" % (len(mods) + 1))
+    for mod in sorted(mods):
+        n += 1
+        up = sorted(d for d in deps[mod]
+                    if RANK[layer(d)] < RANK[layer(mod)])
+        if up:
+            failed += 1
+            print("not ok %d - %s includes only its layer and below" % (n, mod))
+            for d in up:
+                print("#   %s (layer %s) includes %s (layer %s)"
+                      % (mod, layer(mod), d, layer(d)))
+        else:
+            print("ok %d - %s includes only its layer and below" % (n, mod))
+    n += 1
+    found = cycles(deps)
+    if found:
+        failed += 1
+        print("not ok %d - no module reaches itself through its includes" % n)
+        for scc in found:
+            print("#   one cycle through: " + ", ".join(scc))
+    else:
+        print("ok %d - no module reaches itself through its includes" % n)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+/*
+ * stats.c
+ *	  Views of shared memory: per-SKU statistics and the cache's own
+ *	  figures (only the current database's SKUs are shown), and the
+ *	  background workers' view of every database they serve.
+ */
+#include "postgres.h"
+
+#include "commands/dbcommands.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "shmem/cache.h"
+#include "shmem/cache_stats.h"
+#include "shmem/keyfilter.h"
+#include "shmem/pool.h"
+
+#define SKU_STATS_COLS 18
+
+PG_FUNCTION_INFO_V1(inventory_sku_stats);
+Datum
+inventory_sku_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	InvEntryCopy *entries;
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	entries = CacheCopyEntries(&n);
+	for (int i = 0; i < n; i++)
+	{
+		InvEntryCopy *e = &entries[i];
+		Datum		v[SKU_STATS_COLS];
+		bool		nulls[SKU_STATS_COLS];
+		int			c = 0;
+
+		memset(nulls, 0, sizeof(nulls));
+		v[c++] = CStringGetTextDatum(e->sku);
+		v[c++] = Int64GetDatum(e->view.on_hand);
+		v[c++] = Int64GetDatum(e->view.reserved);
+		v[c++] = Int64GetDatum(e->view.holds);
+		v[c++] = Int64GetDatum(InvViewAvailable(&e->view));
+		v[c++] = Int64GetDatum(e->view.version);
+		v[c++] = Int32GetDatum(e->view.pins);
+		v[c++] = Int64GetDatum(e->view.unfolded);
+		v[c++] = Int64GetDatum(e->stats.reserves);
+		v[c++] = Int64GetDatum(e->stats.rejects);
+		v[c++] = Int64GetDatum(e->stats.conflicts);
+		v[c++] = Int64GetDatum(e->stats.confirms);
+		v[c++] = Int64GetDatum(e->stats.cancels);
+		v[c++] = Int64GetDatum(e->stats.expiries);
+		v[c++] = Int64GetDatum(e->stats.restocks);
+		v[c++] = Int64GetDatum(e->stats.adjusts);
+		v[c++] = TimestampTzGetDatum(e->loaded_at);
+		v[c++] = TimestampTzGetDatum(e->last_used);
+		Assert(c == SKU_STATS_COLS);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(inventory_stats_reset);
+Datum
+inventory_stats_reset(PG_FUNCTION_ARGS)
+{
+	CacheResetStats();
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(inventory_cache_info);
+Datum
+inventory_cache_info(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	InvCacheInfo info;
+	Datum		v[5];
+	bool		nulls[5] = {false, false, false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	CacheGetInfo(&info);
+	v[0] = Int64GetDatum(info.capacity);
+	v[1] = Int64GetDatum(info.entries);
+	v[2] = Int64GetDatum(info.bytes_per_entry);
+	v[3] = Int64GetDatum(info.loads);
+	v[4] = Int64GetDatum(info.evictions);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), v, nulls)));
+}
+
+/* inventory.key_filter: the filter of keys absent from the ledgers */
+PG_FUNCTION_INFO_V1(inventory_key_filter_info);
+Datum
+inventory_key_filter_info(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	KeyFilterInfo info;
+	Datum		v[9];
+	bool		nulls[9];
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	KeyFilterGetInfo(&info);
+	memset(nulls, 0, sizeof(nulls));
+	v[0] = Int64GetDatum(info.bytes);
+	v[1] = Int32GetDatum(info.hashes);
+	v[2] = Float8GetDatum(info.fill);
+	v[3] = Float8GetDatum(info.false_positive_rate);
+	v[4] = Int64GetDatum(info.keys_added);
+	v[5] = Int64GetDatum(info.said_absent);
+	v[6] = Int64GetDatum(info.said_maybe);
+	v[7] = Int64GetDatum(info.false_positives);
+	v[8] = BoolGetDatum(info.ready);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), v, nulls)));
+}
+
+/*
+ * inventory.worker_status.  Version 0.1's function, bound to the symbol
+ * without a suffix, had other columns in another order; it keeps working
+ * with this library until ALTER EXTENSION inventory UPDATE, as
+ * pg_stat_statements keeps its older versions.  Each database's values are
+ * computed once; a shape says which goes in which column.
+ */
+typedef enum StatusValue
+{
+	SV_DATID,
+	SV_DATNAME,
+	SV_STATE,
+	SV_PID,
+	SV_STARTED_AT,
+	SV_NEXT_DUE,
+	SV_LAG,
+	SV_LAST_VISIT,
+	SV_VISITS,
+	SV_EXPIRED,
+	SV_FOLDED,
+	SV_COUNT
+} StatusValue;
+
+#define WORKER_STATUS_COLS 11
+
+/* datid, datname, pid, state, started_at, last_run, rounds, expired, folded, lag, last_wake */
+static const StatusValue status_0_1[WORKER_STATUS_COLS] = {
+	SV_DATID, SV_DATNAME, SV_PID, SV_STATE, SV_STARTED_AT, SV_LAST_VISIT,
+	SV_VISITS, SV_EXPIRED, SV_FOLDED, SV_LAG, SV_LAST_VISIT
+};
+
+static const StatusValue status_0_2[WORKER_STATUS_COLS] = {
+	SV_DATID, SV_DATNAME, SV_STATE, SV_PID, SV_STARTED_AT, SV_NEXT_DUE,
+	SV_LAG, SV_LAST_VISIT, SV_VISITS, SV_EXPIRED, SV_FOLDED
+};
+
+static Datum
+WorkerStatus(FunctionCallInfo fcinfo, const StatusValue *shape)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PoolDbStatus *dbs;
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != WORKER_STATUS_COLS)
+		elog(ERROR, "inventory.worker_status() has %d columns, expected %d",
+			 rsinfo->setDesc->natts, WORKER_STATUS_COLS);
+	dbs = PoolCopyStatus(&n);
+	for (int i = 0; i < n; i++)
+	{
+		PoolDbStatus *d = &dbs[i];
+		Datum		val[SV_COUNT];
+		bool		null[SV_COUNT];
+		Datum		v[WORKER_STATUS_COLS];
+		bool		nulls[WORKER_STATUS_COLS];
+		Interval   *lag = palloc0(sizeof(Interval));
+		/* the name now: the launcher's copy may be a rename behind */
+		char	   *name = get_database_name(d->dboid);
+
+		memset(null, 0, sizeof(null));
+		lag->time = d->lag_usecs;
+		val[SV_DATID] = ObjectIdGetDatum(d->dboid);
+		val[SV_DATNAME] = CStringGetTextDatum(name ? name : NameStr(d->datname));
+		val[SV_STATE] = CStringGetTextDatum(d->state);
+		val[SV_PID] = Int32GetDatum(d->pid);
+		null[SV_PID] = (d->pid == 0);
+		val[SV_STARTED_AT] = TimestampTzGetDatum(d->started_at);
+		null[SV_STARTED_AT] = (d->started_at == 0);
+		val[SV_NEXT_DUE] = TimestampTzGetDatum(d->next_due);
+		null[SV_NEXT_DUE] = (d->next_due == POOL_NOTHING_DUE);
+		val[SV_LAG] = IntervalPGetDatum(lag);
+		val[SV_LAST_VISIT] = TimestampTzGetDatum(d->last_visit);
+		null[SV_LAST_VISIT] = (d->last_visit == 0);
+		val[SV_VISITS] = Int64GetDatum(d->visits);
+		val[SV_EXPIRED] = Int64GetDatum(d->expired);
+		val[SV_FOLDED] = Int64GetDatum(d->folded);
+
+		for (int c = 0; c < WORKER_STATUS_COLS; c++)
+		{
+			v[c] = val[shape[c]];
+			nulls[c] = null[shape[c]];
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(inventory_worker_status);
+Datum
+inventory_worker_status(PG_FUNCTION_ARGS)
+{
+	return WorkerStatus(fcinfo, status_0_1);
+}
+
+PG_FUNCTION_INFO_V1(inventory_worker_status_0_2);
+Datum
+inventory_worker_status_0_2(PG_FUNCTION_ARGS)
+{
+	return WorkerStatus(fcinfo, status_0_2);
+}

@@ -1,0 +1,176 @@
+/*
+ * restore.c
+ *	  Recognises a restore: COPY FROM into inventory.sku or inventory.ledger,
+ *	  of every column, by the owner of the table.
+ *
+ * pg_dump writes the tables' rows as they are -- reservations in every
+ * state, folded movements, SKUs' base counters -- and pg_restore, or psql
+ * reading a plain dump, loads them with COPY.  Those rows are history, not
+ * new movements, so the trigger cannot hold them to the rules of a new
+ * movement (a new reservation is PENDING, nothing new is folded).  Instead,
+ * while such a COPY runs, the trigger checks each row for what a movement
+ * that the state machine produced must look like, and when the COPY ends
+ * every SKU must be within bounds (0 <= reserved <= on_hand): a consistent
+ * dump restores whole, an inconsistent one fails as a whole.
+ *
+ * A restore does not go through the cache: it starts only when no
+ * transaction has a change in flight in the database, and until it commits
+ * nothing of the database is cached or sold (cache.c, "Restores"); then
+ * every SKU is loaded from what it restored.  So a restore is bounded by
+ * nothing but the tables, whatever the number of SKUs.
+ *
+ * The two tables may come in either order.  pg_dump writes inventory.sku
+ * first, because the ledger declares a foreign key to it, but a parallel
+ * pg_restore loads them at the same time.  So restores of a database take
+ * turns (a lock held to the end of the transaction), and each checks what
+ * it can see whole: the ledger's restore every SKU, the restore of
+ * inventory.sku the SKUs whose movements are there.  Until its row
+ * arrives, a SKU restored by the ledger alone does not exist: it is neither
+ * sold nor folded, and a SKU created later is checked against those
+ * movements (PendingCheckBounds).
+ *
+ * An INSERT is never a restore, nor a COPY of some of the columns: they
+ * follow the rules of a new movement, whoever runs them.
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+
+#include "enforce/restore.h"
+#include "shmem/cache.h"
+#include "shmem/cache_restore.h"
+#include "tables/catalog.h"
+#include "tables/stmt.h"
+#include "xact/pending.h"
+
+/* the table a COPY is restoring, for the rest of that statement */
+static Oid	restoring_rel = InvalidOid;
+
+#define OUT_OF_BOUNDS \
+	"SELECT s.sku, s.on_hand, s.reserved, s.available FROM inventory.stock s" \
+	" WHERE (s.reserved OPERATOR(pg_catalog.<) 0 OR s.available OPERATOR(pg_catalog.<) 0)"
+
+/* after the ledger: every SKU */
+static InvStmt out_of_bounds = {OUT_OF_BOUNDS " LIMIT 1", 0};
+
+/* after inventory.sku: the SKUs whose movements are there already */
+static InvStmt out_of_bounds_moved = {
+	OUT_OF_BOUNDS " AND EXISTS (SELECT FROM inventory.ledger l"
+	" WHERE l.sku OPERATOR(pg_catalog.=) s.sku) LIMIT 1", 0
+};
+
+/*
+ * Restores of a database take turns: an object lock on inventory.sku with
+ * objid 1 (a fold's is objid 0), held to the end of the transaction.
+ */
+static void
+LockRestore(Oid sku_rel)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, sku_rel, 1, 0);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/* Does the COPY name every column, as pg_dump's do (or none, meaning all)? */
+static bool
+CopiesWholeRows(CopyStmt *stmt, Oid relid)
+{
+	Relation	rel;
+	int			live = 0;
+
+	if (stmt->attlist == NIL)
+		return true;
+	/* the lock COPY FROM takes next */
+	rel = table_open(relid, RowExclusiveLock);
+	for (int i = 0; i < RelationGetDescr(rel)->natts; i++)
+	{
+		if (!TupleDescAttr(RelationGetDescr(rel), i)->attisdropped)
+			live++;
+	}
+	table_close(rel, NoLock);
+	/* COPY itself refuses a column named twice */
+	return list_length(stmt->attlist) == live;
+}
+
+/*
+ * Called before a COPY runs: is it a restore of one of the extension's
+ * tables?  If so, starts it and remembers it until RestoreFinish() or
+ * RestoreReset().
+ */
+bool
+RestoreBegin(CopyStmt *stmt)
+{
+	const InvCatalog *cat;
+	Oid			relid;
+
+	if (!stmt->is_from || stmt->relation == NULL)
+		return false;
+	if (!OidIsValid(get_extension_oid("inventory", true)))
+		return false;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(relid))
+		return false;
+	cat = InvGetCatalog();
+	if (relid != cat->ledger_rel && relid != cat->sku_rel)
+		return false;
+	if (!pg_class_ownercheck(relid, GetUserId()) || !CopiesWholeRows(stmt, relid))
+		return false;
+
+	/* SKUs pinned already: the transaction has changed inventory */
+	if (PendingMark() > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("a restore must come before any other inventory change in its transaction"),
+				 errdetail("This transaction has already changed inventory."),
+				 errhint("Restore in a transaction of its own, or first.")));
+	LockRestore(cat->sku_rel);
+	CacheBeginRestore();
+	restoring_rel = relid;
+	return true;
+}
+
+/* The COPY has loaded every row: check what the tables now hold. */
+void
+RestoreFinish(void)
+{
+	bool		ledger = (restoring_rel == InvGetCatalog()->ledger_rel);
+	int			spi;
+
+	restoring_rel = InvalidOid;
+	spi = InvSpiConnect();
+	if (InvStmtRun(ledger ? &out_of_bounds : &out_of_bounds_moved, NULL, NULL, true, 1) > 0)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("restored rows of sku \"%s\" are inconsistent", SPI_getvalue(tup, desc, 1)),
+				 errdetail("With them the SKU would have on_hand %s and reserved %s, which leaves %s available.",
+						   SPI_getvalue(tup, desc, 2), SPI_getvalue(tup, desc, 3),
+						   SPI_getvalue(tup, desc, 4)),
+				 errhint("Restore inventory.sku and inventory.ledger together, from one dump of one database.")));
+	}
+	InvSpiFinish(spi);
+}
+
+void
+RestoreReset(void)
+{
+	restoring_rel = InvalidOid;
+}
+
+/* Is a restore of relid under way in this statement? */
+bool
+RestoreInProgress(Oid relid)
+{
+	return OidIsValid(restoring_rel) && restoring_rel == relid;
+}

@@ -1,0 +1,328 @@
+/*
+ * utility.c
+ *	  The statements the extension reacts to, in every backend.
+ *
+ * - COPY FROM into its tables may be a restore (restore.c), recognised
+ *   before the COPY runs and checked when it has loaded every row.
+ * - DROP DATABASE, ALTER DATABASE ... RENAME or SET TABLESPACE and
+ *   CREATE DATABASE ... TEMPLATE need a database without connections: a
+ *   worker in it is sent away, and none is sent there until the statement
+ *   is over.
+ * - CREATE EXTENSION inventory is refused when the workers serve as many
+ *   databases as they can track; once it, or DROP EXTENSION inventory (or
+ *   DROP SCHEMA inventory CASCADE), commits, a worker looks at the database
+ *   again.
+ * - ALTER TABLE of inventory.ledger or inventory.sku that adds the
+ *   ledger's foreign key (pg_upgrade does) or enables triggers: their
+ *   triggers are set back as the extension made them.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_constraint.h"
+#include "catalog/pg_trigger.h"
+#include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "commands/extension.h"
+#include "commands/trigger.h"
+#include "nodes/parsenodes.h"
+#include "storage/ipc.h"
+#include "tcop/utility.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "enforce/restore.h"
+#include "enforce/utility.h"
+#include "shmem/pool.h"
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* the database this backend's statement pauses, until it ends */
+static Oid	paused_db = InvalidOid;
+static bool exit_hook_registered = false;
+
+/* A backend that exits in the middle of the statement (FATAL) resumes too. */
+static void
+ResumeAtExit(int code, Datum arg)
+{
+	if (OidIsValid(paused_db))
+		PoolResume(paused_db);
+	paused_db = InvalidOid;
+}
+
+static void
+Pause(Oid dboid)
+{
+	if (!exit_hook_registered)
+	{
+		before_shmem_exit(ResumeAtExit, (Datum) 0);
+		exit_hook_registered = true;
+	}
+	PoolPause(dboid);
+	paused_db = dboid;
+}
+
+static void
+Resume(void)
+{
+	if (OidIsValid(paused_db))
+		PoolResume(paused_db);
+	paused_db = InvalidOid;
+}
+
+static char *
+OptionString(List *options, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *d = lfirst_node(DefElem, lc);
+
+		if (strcmp(d->defname, name) == 0 && d->arg != NULL)
+			return defGetString(d);
+	}
+	return NULL;
+}
+
+/* The database a statement needs without connections, if any. */
+static Oid
+DatabaseToPause(Node *stmt)
+{
+	const char *name = NULL;
+
+	switch (nodeTag(stmt))
+	{
+		case T_DropdbStmt:
+			name = ((DropdbStmt *) stmt)->dbname;
+			break;
+		case T_CreatedbStmt:
+			name = OptionString(((CreatedbStmt *) stmt)->options, "template");
+			break;
+		case T_AlterDatabaseStmt:
+			if (OptionString(((AlterDatabaseStmt *) stmt)->options, "tablespace"))
+				name = ((AlterDatabaseStmt *) stmt)->dbname;
+			break;
+		case T_RenameStmt:
+			if (((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
+				name = ((RenameStmt *) stmt)->subname;
+			break;
+		default:
+			break;
+	}
+	return name ? get_database_oid(name, true) : InvalidOid;
+}
+
+static bool
+IsCreateInventory(Node *stmt)
+{
+	return IsA(stmt, CreateExtensionStmt) &&
+		strcmp(((CreateExtensionStmt *) stmt)->extname, "inventory") == 0;
+}
+
+/* DROP EXTENSION inventory, or DROP SCHEMA inventory ... CASCADE */
+static bool
+IsDropInventory(Node *stmt)
+{
+	DropStmt   *drop = (DropStmt *) stmt;
+	ListCell   *lc;
+
+	if (!IsA(stmt, DropStmt) ||
+		(drop->removeType != OBJECT_EXTENSION && drop->removeType != OBJECT_SCHEMA))
+		return false;
+	foreach(lc, drop->objects)
+	{
+		if (strcmp(strVal(lfirst(lc)), "inventory") == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The triggers of inventory.ledger and inventory.sku are the extension's
+ * one enforcement point and fire ALWAYS, so that no session, a logical
+ * replication apply included (session_replication_role = replica), writes
+ * past them.  The ledger's foreign key to inventory.sku orders pg_dump's
+ * output; the triggers enforce what it declares, and PostgreSQL's own
+ * checks of it stay disabled: they would lock the SKU's row for every
+ * reservation, making it the hot row the design avoids.
+ *
+ * The install script makes the triggers ALWAYS; the key's checks are
+ * disabled here, after the statement that adds the key -- the update
+ * script's, or pg_upgrade's, which runs no script.  ENABLE TRIGGER makes a
+ * trigger fire on origin only and, with ALL, enables the key's checks:
+ * after it, the states are set back here too.  A trigger someone disabled
+ * stays disabled.
+ */
+#define SKU_KEY "ledger_sku_fkey"
+
+/* inventory.ledger or inventory.sku, however the statement names it */
+static bool
+IsInventoryTable(RangeVar *rv)
+{
+	Oid			nsp = get_namespace_oid("inventory", true);
+	Oid			relid;
+
+	if (rv == NULL || !OidIsValid(nsp))
+		return false;
+	relid = RangeVarGetRelid(rv, NoLock, true);
+	return OidIsValid(relid) &&
+		(relid == get_relname_relid("ledger", nsp) ||
+		 relid == get_relname_relid("sku", nsp));
+}
+
+/* ALTER TABLE of those tables that adds the key or enables triggers */
+static bool
+ChangesTriggers(Node *stmt)
+{
+	AlterTableStmt *alter = (AlterTableStmt *) stmt;
+	ListCell   *lc;
+
+	if (!IsA(stmt, AlterTableStmt) || !IsInventoryTable(alter->relation))
+		return false;
+	foreach(lc, alter->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		Constraint *con = (Constraint *) cmd->def;
+
+		switch (cmd->subtype)
+		{
+			case AT_EnableTrig:
+			case AT_EnableReplicaTrig:
+			case AT_EnableTrigAll:
+			case AT_EnableTrigUser:
+				return true;
+			case AT_AddConstraint:
+				if (con != NULL && IsA(con, Constraint) &&
+					con->contype == CONSTR_FOREIGN && con->conname != NULL &&
+					strcmp(con->conname, SKU_KEY) == 0)
+					return true;
+				break;
+			default:
+				break;
+		}
+	}
+	return false;
+}
+
+/* Sets the triggers of one table as the extension wants them. */
+static void
+KeepTriggers(Oid relid, Oid key)
+{
+	Relation	tgrel = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyData skey;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *names = NIL;
+	List	   *states = NIL;
+	ListCell   *ln;
+	ListCell   *ls;
+
+	ScanKeyInit(&skey, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(tgrel, TriggerRelidNameIndexId, true, NULL, 1, &skey);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_trigger tg = (Form_pg_trigger) GETSTRUCT(tup);
+		char		want = tg->tgenabled;
+
+		if (OidIsValid(key) && tg->tgconstraint == key)
+			want = TRIGGER_DISABLED;
+		else if (!tg->tgisinternal && tg->tgenabled != TRIGGER_DISABLED)
+			want = TRIGGER_FIRES_ALWAYS;
+		if (want != tg->tgenabled)
+		{
+			names = lappend(names, pstrdup(NameStr(tg->tgname)));
+			states = lappend_int(states, want);
+		}
+	}
+	systable_endscan(scan);
+	table_close(tgrel, AccessShareLock);
+
+	if (names == NIL)
+		return;
+	{
+		Relation	rel = table_open(relid, ShareRowExclusiveLock);
+
+		forboth(ln, names, ls, states)
+			EnableDisableTrigger(rel, lfirst(ln), (char) lfirst_int(ls), false,
+								 ShareRowExclusiveLock);
+		table_close(rel, NoLock);
+	}
+}
+
+static void
+KeepTriggerStates(void)
+{
+	Oid			nsp;
+	Oid			ledger;
+	Oid			sku;
+	Oid			key;
+
+	/* a schema inventory of this database's own, without the extension */
+	if (!OidIsValid(get_extension_oid("inventory", true)))
+		return;
+	nsp = get_namespace_oid("inventory", false);
+	ledger = get_relname_relid("ledger", nsp);
+	sku = get_relname_relid("sku", nsp);
+	/* the key is missing in a schema of version 0.1 */
+	key = OidIsValid(ledger) ? get_relation_constraint_oid(ledger, SKU_KEY, true) : InvalidOid;
+
+	KeepTriggers(ledger, key);
+	KeepTriggers(sku, key);
+	CommandCounterIncrement();
+}
+
+static void
+InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
+				  bool readOnlyTree, ProcessUtilityContext context,
+				  ParamListInfo params, QueryEnvironment *queryEnv,
+				  DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	Oid			paused = DatabaseToPause(stmt);
+	bool		restore = IsA(stmt, CopyStmt) && RestoreBegin((CopyStmt *) stmt);
+	bool		triggers = ChangesTriggers(stmt);
+
+	if (IsCreateInventory(stmt))
+		PoolCheckRoom();
+	if (OidIsValid(paused))
+		Pause(paused);
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_CATCH();
+	{
+		Resume();
+		if (restore)
+			RestoreReset();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	Resume();
+	if (IsA(stmt, DropdbStmt) && OidIsValid(paused))
+		PoolForget(paused);
+	if (restore)
+		RestoreFinish();
+	if (triggers)
+		KeepTriggerStates();
+	if (IsCreateInventory(stmt) || IsDropInventory(stmt))
+		PoolProbeAtCommit();
+}
+
+void
+UtilityInit(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = InvProcessUtility;
+}

@@ -1,0 +1,42 @@
+/*
+ * ledger_table.h
+ *	  Reading and writing inventory.ledger.  See ledger_table.c.
+ */
+#ifndef INVENTORY_LEDGER_TABLE_H
+#define INVENTORY_LEDGER_TABLE_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+
+#include "tables/counters.h"
+#include "tables/ledger_row.h"
+#include "tables/sku_row.h"
+
+/* A movement to write. */
+typedef struct LedgerNew
+{
+	text	   *order_id;
+	int32		batch_id;
+	InvKind		kind;
+	text	   *sku;
+	int64		qty;
+	bool		has_counted;
+	int64		counted;
+	bool		has_expires_at;
+	TimestampTz expires_at;
+	text	   *buyer_id;		/* NULL: none */
+	bool		rules_checked;	/* the caller applied the SKU's rules */
+} LedgerNew;
+
+extern void LedgerLockKey(const char *order_id, int len, int32 batch_id);
+extern bool LedgerFindMovement(const char *order_id, int len, int32 batch_id,
+							   LedgerRow *movement);
+extern void LedgerInsert(const LedgerNew *movement);
+extern bool LedgerInsertRulesChecked(void);
+extern bool LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded,
+							InvRules *rules);
+extern int64 LedgerBuyerHolding(text *sku, text *buyer_id);
+extern int	LedgerOrderBatches(text *order_id, int32 **batch_ids);
+
+#endif							/* INVENTORY_LEDGER_TABLE_H */

@@ -1,0 +1,243 @@
+/*
+ * worker.c
+ *	  A visit of a pool worker to a database: expires overdue reservations
+ *	  and folds settled movements, round after round, while work is due.
+ *
+ * The launcher sends a worker to a database when its work falls due
+ * (pool.c).  Each round runs two short transactions: one expires up to
+ * inventory.expire_batch overdue PENDING reservations (ExpireOverdue, which
+ * skips rows a buyer has locked and so never waits for one), the other
+ * folds up to inventory.fold_batch settled movements into inventory.sku
+ * (FoldSettled) and reads when the next reservation falls due.  Both write
+ * through the tables, so the trigger updates the cache as for any other
+ * write.  The worker stays while more work falls due within
+ * inventory.expire_interval and no other database waits for a slot, and
+ * leaves otherwise; it reloads its settings on SIGHUP and leaves on SIGTERM.
+ * When the extension is not in its database, it says so and leaves.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "inventory.h"
+#include "shmem/cache.h"
+#include "shmem/cache_restore.h"
+#include "shmem/cache_stats.h"
+#include "shmem/keyfilter.h"
+#include "shmem/pool.h"
+#include "worker/worker.h"
+#include "tables/maintenance.h"
+#include "tables/stmt.h"
+
+/* SKUs folded together in one statement */
+#define FOLD_SKUS	1000
+
+/* settings */
+static int	inv_expire_batch = 1000;
+static int	inv_fold_batch = 10000;
+
+void
+WorkerInit(void)
+{
+	DefineCustomIntVariable("inventory.expire_batch",
+							"Overdue reservations a worker expires in one transaction.",
+							NULL,
+							&inv_expire_batch,
+							1000, 1, 1000000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("inventory.fold_batch",
+							"Settled movements a worker folds into inventory.sku in one transaction.",
+							NULL,
+							&inv_fold_batch,
+							10000, 1, 10000000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+}
+
+PGDLLEXPORT void inventory_worker_main(Datum main_arg);
+
+static bool
+ExtensionPresent(void)
+{
+	return OidIsValid(get_extension_oid("inventory", true));
+}
+
+static InvStmt next_expiry = {
+	"SELECT pg_catalog.min(expires_at) FROM inventory.ledger"
+	" WHERE NOT folded AND state OPERATOR(pg_catalog.=) 'PENDING'",
+	0
+};
+
+/* The expires_at of the first PENDING reservation, or POOL_NOTHING_DUE. */
+static TimestampTz
+NextExpiry(void)
+{
+	TimestampTz result = POOL_NOTHING_DUE;
+	int			spi = InvSpiConnect();
+
+	if (InvStmtRun(&next_expiry, NULL, NULL, false, 1) == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			result = DatumGetTimestampTz(d);
+	}
+	InvSpiFinish(spi);
+	return result;
+}
+
+/*
+ * Where the next batch of a backlog starts: when the last round expired a
+ * full batch, at the expires_at it reached (see ExpireOverdue); else from
+ * the beginning, so that rows a buyer held are tried again.
+ */
+static TimestampTz expire_from = DT_NOBEGIN;
+
+/* One round; reports what it did and when work is due next. */
+static void
+WorkerRound(void)
+{
+	int64		expired;
+	int64		folded = 0;
+	TimestampTz next;
+	TimestampTz now;
+	TimestampTz oldest_overdue = 0;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (!ExtensionPresent())
+	{
+		ereport(DEBUG1,
+				(errmsg("inventory worker leaving: the extension is not installed in database \"%s\"",
+						get_database_name(MyDatabaseId))));
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		PoolReportAbsent();
+		proc_exit(0);
+	}
+	if (CacheRestoring(MyDatabaseId))
+	{
+		/* nothing of the database changes until the restore commits */
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		PoolVisitRound(0, 0, TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 inv_expire_interval), 0);
+		return;
+	}
+	/* after a start, the key filter learns this database's keys first */
+	if (!KeyFilterReady())
+	{
+		pgstat_report_activity(STATE_RUNNING, "inventory: reading the ledger's keys");
+		(void) KeyFilterRebuild();
+	}
+	pgstat_report_activity(STATE_RUNNING, "inventory: expiring overdue reservations");
+	expired = ExpireOverdue(inv_expire_batch, &expire_from);
+	if (expired < inv_expire_batch)
+		TIMESTAMP_NOBEGIN(expire_from);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	/* a backlog of overdue reservations comes first: fold once it is gone */
+	if (expired < inv_expire_batch)
+	{
+		char	  **skus = palloc(FOLD_SKUS * sizeof(char *));
+		int			nskus;
+
+		pgstat_report_activity(STATE_RUNNING, "inventory: folding settled movements");
+		nskus = CacheSkusToFold(skus, FOLD_SKUS);
+		/* an administrator's fold under way: leave it to them this round */
+		if (nskus > 0)
+			folded = FoldSettled(skus, nskus, inv_fold_batch, false);
+	}
+	/* after a full batch more is waiting; else, when is the next one due? */
+	if (expired >= inv_expire_batch || folded >= inv_fold_batch)
+		next = 0;
+	else
+		next = NextExpiry();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	now = GetCurrentTimestamp();
+	if (next == 0)
+		next = now;
+	else if (next <= now)
+	{
+		/*
+		 * Overdue and not expired: a buyer held its row, or it fell due
+		 * since.  Try again in an interval.
+		 */
+		oldest_overdue = next;
+		next = TimestampTzPlusMilliseconds(now, inv_expire_interval);
+	}
+	pgstat_report_activity(STATE_IDLE, NULL);
+	pgstat_report_stat(false);
+	PoolVisitRound(expired, folded, next, oldest_overdue);
+}
+
+void
+inventory_worker_main(Datum main_arg)
+{
+	Oid			dboid;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	dboid = PoolWorkerAttach(DatumGetInt32(main_arg));
+	if (!OidIsValid(dboid))
+		proc_exit(0);			/* the database is wanted alone meanwhile */
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	pgstat_report_appname("inventory worker");
+
+	for (;;)
+	{
+		TimestampTz now;
+		TimestampTz until;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (!inv_worker_enabled)
+			break;
+
+		PoolVisitBegin();
+		WorkerRound();
+
+		now = GetCurrentTimestamp();
+		if (!PoolWorkerStay(now, &until))
+			break;
+		if (until > now)
+		{
+			(void) WaitLatch(MyLatch,
+							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 TimestampDifferenceMilliseconds(now, until),
+							 PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
+	PoolVisitEnd();
+	proc_exit(0);
+}
