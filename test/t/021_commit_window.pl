@@ -5,7 +5,7 @@
 # reservation out before they have put it in, and inventory.sku_stats shows
 # reserved below zero (the torture test once caught it).
 #
-# The moment is held open with gdb: a breakpoint on CacheEndTxn stops the
+# The moment is held open with gdb: a breakpoint on EscrowEndTxn stops the
 # reserving backend inside its commit, after its row became visible.  For
 # each way to settle or extend -- confirm(), a cancel written by hand,
 # extend(), expire() -- the test checks that the window is open (the row is
@@ -87,12 +87,14 @@ sub window
 	like($maker->{out}, qr/^ok$/m, "$key: reserved, not committed yet");
 	my ($pid) = $maker->{out} =~ /^pid=(\d+)$/m;
 
-	my %gdb = (in => "set pagination off\nset confirm off\nbreak CacheEndTxn\ncontinue\n", out => '');
+	my %gdb = (in => "set pagination off\nset confirm off\nbreak EscrowEndTxn\ncontinue\n", out => '');
 	$gdb{run} = IPC::Run::start([ 'gdb', '-q', '-nx', '-p', $pid ],
 		'<', \$gdb{in}, '>&', \$gdb{out}, IPC::Run::timeout($timeout));
 	$gdb{run}->pump until $gdb{out} =~ /Continuing\./ || !$gdb{run}->pumpable;
+	# without its breakpoint (the function renamed, say) nothing below can
+	# hold the window open: stop here rather than wait for the timeout
 	like($gdb{out}, qr/Breakpoint 1 at /, "$key: gdb attached to the maker and set its breakpoint")
-	  or diag($gdb{out});
+	  or die "gdb set no breakpoint:\n$gdb{out}";
 
 	$maker->{in} .= "COMMIT;\nSELECT 'committed';\n";
 	$maker->{run}->pump_nb;
