@@ -186,13 +186,14 @@ StartMovement(FunctionCallInfo fcinfo, InvKind kind, MovementArgs *a,
 /*
  * One reservation: qty units of sku for (order_id, batch_id) until
  * expires_at, for buyer_id (or NULL), checked against expected_version
- * (or NULL); fills *o with the outcome.  Shared by reserve() and
- * reserve_many().
+ * (or NULL); fills *o with the outcome.  Its row, if any, goes through
+ * writer, which a batch keeps open for all its rows.  Shared by reserve()
+ * and reserve_many().
  */
 void
 ReserveOne(text *sku, int64 qty, text *order_id, int32 batch_id,
 		   TimestampTz expires_at, const int64 *expected_version,
-		   text *buyer_id, Outcome *o)
+		   text *buyer_id, LedgerWriter *writer, Outcome *o)
 {
 	InvSale		sale = {GetCurrentStatementStartTimestamp(), buyer_id != NULL};
 	int			mark = PendingMark();
@@ -235,7 +236,7 @@ ReserveOne(text *sku, int64 qty, text *order_id, int32 batch_id,
 			n.expires_at = expires_at;
 			n.buyer_id = buyer_id;
 			n.rules_checked = true;
-			LedgerInsert(&n);
+			LedgerWriterInsert(writer, &n);
 
 			o->ok = true;
 			o->status = "ok";
@@ -284,10 +285,13 @@ inventory_reserve(PG_FUNCTION_ARGS)
 	/* reserve() of a 0.1 schema not updated yet has no buyer_id */
 	text	   *buyer_id = ArgBuyerId(fcinfo, 6);
 	Outcome		o;
+	LedgerWriter writer;
 
 	CheckWritable("inventory.reserve()");
+	LedgerWriterInit(&writer);
 	ReserveOne(sku, qty, order_id, batch_id, expires_at,
-			   has_expected ? &expected : NULL, buyer_id, &o);
+			   has_expected ? &expected : NULL, buyer_id, &writer, &o);
+	LedgerWriterClose(&writer);
 	return OutcomeDatum(&o);
 }
 

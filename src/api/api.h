@@ -18,7 +18,7 @@ extern void NewMovement(LedgerNew *n, text *order_id, int32 batch_id,
 						InvKind kind, text *sku, int64 qty);
 extern void ReserveOne(text *sku, int64 qty, text *order_id, int32 batch_id,
 					   TimestampTz expires_at, const int64 *expected_version,
-					   text *buyer_id, Outcome *o);
+					   text *buyer_id, LedgerWriter *writer, Outcome *o);
 extern void SettleReservation(ReservationOp op, text *order_id, int32 batch_id,
 							  TimestampTz now, TimestampTz new_expires,
 							  Outcome *o);

@@ -99,6 +99,7 @@ inventory_reserve_many(PG_FUNCTION_ARGS)
 	TimestampTz expires_at = ExpiresAt(fcinfo, 3, GetCurrentStatementStartTimestamp());
 	int			nbuyers = ArgTextArray(fcinfo, 4, "buyer_ids", LedgerCheckBuyerId,
 									   true, &buyer_ids);
+	LedgerWriter writer;
 
 	CheckWritable("inventory.reserve_many()");
 	if (nqtys != n || norders != n || (nbuyers >= 0 && nbuyers != n))
@@ -116,14 +117,17 @@ inventory_reserve_many(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 
 	LockInOrder(skus, order_ids, buyer_ids, n);
+	/* the ledger and its indexes opened once for the batch's rows */
+	LedgerWriterInit(&writer);
 	for (int i = 0; i < n; i++)
 	{
 		Outcome		o;
 
 		CHECK_FOR_INTERRUPTS();
 		ReserveOne(skus[i], qtys[i], order_ids[i], 1, expires_at, NULL,
-				   buyer_ids ? buyer_ids[i] : NULL, &o);
+				   buyer_ids ? buyer_ids[i] : NULL, &writer, &o);
 		tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
 	}
+	LedgerWriterClose(&writer);
 	return (Datum) 0;
 }

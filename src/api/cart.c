@@ -166,6 +166,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 	int			ng;
 	int			nfound = 0;
 	bool		refused = false;
+	LedgerWriter writer;
 	LedgerRow	extra;
 
 	CheckWritable("inventory.reserve_cart()");
@@ -270,6 +271,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 	}
 
 	/* every line, in line order: each binds part of its SKU's hold */
+	LedgerWriterInit(&writer);
 	for (int i = 0; i < n; i++)
 	{
 		LedgerNew	m;
@@ -280,7 +282,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 		m.expires_at = expires_at;
 		m.buyer_id = buyer_id;
 		m.rules_checked = true;
-		LedgerInsert(&m);
+		LedgerWriterInsert(&writer, &m);
 
 		OutcomeInit(&o, skus[i], qtys[i]);
 		OutcomeSetCounters(&o, &g[group[i]].view);
@@ -292,6 +294,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 		o.expires_at = expires_at;
 		tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
 	}
+	LedgerWriterClose(&writer);
 	return (Datum) 0;
 }
 

@@ -92,34 +92,58 @@ LedgerInsertRulesChecked(void)
 }
 
 /*
+ * A writer of new movements opens the ledger, its indexes and the
+ * executor's state at its first row and keeps them to its close: once for
+ * a batch of movements (reserve_many, a cart), rather than once per row.
+ */
+void
+LedgerWriterInit(LedgerWriter *w)
+{
+	w->rel = NULL;
+}
+
+static void
+LedgerWriterOpen(LedgerWriter *w)
+{
+	const InvCatalog *cat = InvGetCatalog();
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+
+	w->rel = table_open(cat->ledger_rel, RowExclusiveLock);
+	w->estate = CreateExecutorState();
+	w->rri = makeNode(ResultRelInfo);
+
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(w->rel);
+	rte->relkind = w->rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	ExecInitRangeTable(w->estate, list_make1(rte));
+	InitResultRelInfo(w->rri, w->rel, 1, NULL, 0);
+	w->estate->es_opened_result_relations = list_make1(w->rri);
+	w->slot = ExecInitExtraTupleSlot(w->estate, RelationGetDescr(w->rel),
+									 &TTSOpsVirtual);
+	ExecOpenIndices(w->rri, false);
+}
+
+/*
  * Writes a new movement, as an INSERT would -- the trigger, the constraints
  * and the indexes all see it -- but without planning and starting a query
  * for one row, in the way logical replication applies a row.  The caller
- * holds the key's lock and has looked the key up.
+ * holds the key's lock and has looked the key up.  Each row is a query of
+ * its own for the trigger, and is seen by the rows after it.
  */
 void
-LedgerInsert(const LedgerNew *m)
+LedgerWriterInsert(LedgerWriter *w, const LedgerNew *m)
 {
 	const InvCatalog *cat = InvGetCatalog();
-	Relation	rel = table_open(cat->ledger_rel, RowExclusiveLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	EState	   *estate = CreateExecutorState();
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
-	ResultRelInfo *rri = makeNode(ResultRelInfo);
 	TupleTableSlot *slot;
 
-	rte->rtekind = RTE_RELATION;
-	rte->relid = RelationGetRelid(rel);
-	rte->relkind = rel->rd_rel->relkind;
-	rte->rellockmode = RowExclusiveLock;
-	ExecInitRangeTable(estate, list_make1(rte));
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	estate->es_opened_result_relations = list_make1(rri);
-	estate->es_output_cid = GetCurrentCommandId(true);
-
-	slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsVirtual);
+	if (w->rel == NULL)
+		LedgerWriterOpen(w);
+	slot = w->slot;
+	ResetPerTupleExprContext(w->estate);
+	w->estate->es_output_cid = GetCurrentCommandId(true);
 	ExecClearTuple(slot);
-	memset(slot->tts_isnull, true, desc->natts * sizeof(bool));
+	memset(slot->tts_isnull, true, RelationGetDescr(w->rel)->natts * sizeof(bool));
 #define SET(att, value) \
 	(slot->tts_values[(att) - 1] = (value), slot->tts_isnull[(att) - 1] = false)
 	SET(cat->l_order_id, PointerGetDatum(m->order_id));
@@ -147,26 +171,44 @@ LedgerInsert(const LedgerNew *m)
 #undef SET
 	ExecStoreVirtualTuple(slot);
 
-	ExecOpenIndices(rri, false);
 	AfterTriggerBeginQuery();
 	insert_rules_checked = m->rules_checked;
 	PG_TRY();
 	{
-		ExecSimpleRelationInsert(rri, estate, slot);
-		AfterTriggerEndQuery(estate);
+		ExecSimpleRelationInsert(w->rri, w->estate, slot);
+		AfterTriggerEndQuery(w->estate);
 	}
 	PG_FINALLY();
 	{
 		insert_rules_checked = false;
 	}
 	PG_END_TRY();
-	ExecCloseIndices(rri);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	FreeExecutorState(estate);
-	table_close(rel, NoLock);
 
-	/* later statements of the transaction see the movement */
+	/* later rows and statements of the transaction see the movement */
 	CommandCounterIncrement();
+}
+
+void
+LedgerWriterClose(LedgerWriter *w)
+{
+	if (w->rel == NULL)
+		return;
+	ExecCloseIndices(w->rri);
+	ExecResetTupleTable(w->estate->es_tupleTable, false);
+	FreeExecutorState(w->estate);
+	table_close(w->rel, NoLock);
+	w->rel = NULL;
+}
+
+/* One new movement. */
+void
+LedgerInsert(const LedgerNew *m)
+{
+	LedgerWriter w;
+
+	LedgerWriterInit(&w);
+	LedgerWriterInsert(&w, m);
+	LedgerWriterClose(&w);
 }
 
 /*

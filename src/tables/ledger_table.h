@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "nodes/execnodes.h"
 
 #include "tables/counters.h"
 #include "tables/ledger_row.h"
@@ -33,6 +34,19 @@ extern void LedgerLockKey(const char *order_id, int len, int32 batch_id);
 extern bool LedgerFindMovement(const char *order_id, int len, int32 batch_id,
 							   LedgerRow *movement);
 extern void LedgerInsert(const LedgerNew *movement);
+
+/* many new movements through one open ledger */
+typedef struct LedgerWriter
+{
+	Relation	rel;			/* NULL: not open yet */
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+} LedgerWriter;
+
+extern void LedgerWriterInit(LedgerWriter *w);
+extern void LedgerWriterInsert(LedgerWriter *w, const LedgerNew *movement);
+extern void LedgerWriterClose(LedgerWriter *w);
 extern bool LedgerInsertRulesChecked(void);
 extern bool LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded,
 							InvRules *rules);
