@@ -70,6 +70,11 @@ _PG_init(void)
 				 errdetail("Its escrow holds live in shared memory, which is set up when the server starts."),
 				 errhint("Add inventory to shared_preload_libraries in postgresql.conf and restart the server.")));
 
+	/*
+	 * PostgreSQL calls transaction callbacks newest first: PendingInit()
+	 * after PoolInit(), so that a commit settles the cache before it tells
+	 * the workers that work is due.
+	 */
 	LedgerRowInit();
 	CacheInit();
 	KeyFilterInit();

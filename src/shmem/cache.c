@@ -20,23 +20,23 @@
  *
  * Locking contract
  * ----------------
- * inv->lock, an LWLock, protects the hash table's structure:
+ * inv_cache->lock, an LWLock, protects the hash table's structure:
  *	 - hold it in shared mode to look an entry up, and to use an entry that
  *	   the caller has not pinned;
  *	 - hold it in exclusive mode to insert or remove an entry.
  * entry->mutex, a spinlock, protects every field of an entry but its key.
  *	 Hold it for a few instructions only: never across anything that can
- *	 fail, allocate or sleep.  Take it after inv->lock, never the reverse,
- *	 and never two at once.
+ *	 fail, allocate or sleep.  Take it after inv_cache->lock, never the
+ *	 reverse, and never two at once.
  * A pinned entry (pins > 0) and a loading entry are never removed.  A
  *	 backend that pinned an entry may therefore use it, under its spinlock,
- *	 without inv->lock until it unpins it at the end of its transaction.
+ *	 without inv_cache->lock until it unpins it at the end of its transaction.
  * A loading entry is a placeholder inserted by the backend that reads the
  *	 SKU's counters from the tables; nobody else reads or changes it until
- *	 its loader clears 'loading' and broadcasts inv->loaded.  Because every
- *	 change to a SKU pins its entry first, no change can be in flight while
- *	 the entry is absent or loading, and the loader's fresh snapshot -- taken
- *	 after the placeholder is in place -- sees every committed change.
+ *	 its loader clears 'loading' and broadcasts inv_cache->loaded.  Because
+ *	 every change to a SKU pins its entry first, no change can be in flight
+ *	 while the entry is absent or loading, and the loader's fresh snapshot --
+ *	 taken after the placeholder is in place -- sees every committed change.
  *
  * Recovery
  * --------
@@ -51,11 +51,11 @@
  * --------
  * A restore (enforce/restore.c) writes the tables without telling the
  * cache.  It starts only when no entry of its database is pinned; it then
- * removes the database's entries and lists the database in inv->restoring,
- * under inv->lock held exclusively.  While it is listed -- until the
- * restoring transaction ends -- nothing of that database is loaded, pinned
- * or admitted (CacheRead answers from the tables), so once the restore
- * commits every SKU is loaded afresh from what it restored
+ * removes the database's entries and lists the database in
+ * inv_cache->restoring, under inv_cache->lock held exclusively.  While it is
+ * listed -- until the restoring transaction ends -- nothing of that database
+ * is loaded, pinned or admitted (CacheRead answers from the tables), so once
+ * the restore commits every SKU is loaded afresh from what it restored
  * (cache_restore.c).
  */
 #include "postgres.h"
@@ -79,11 +79,11 @@
 #include "tables/catalog.h"
 #include "tables/ledger_table.h"
 
-InvShared  *inv = NULL;
-HTAB	   *inv_hash = NULL;
+InvShared  *inv_cache = NULL;
+HTAB	   *inv_cache_hash = NULL;
 
 /* this backend's transaction is restoring its database (cache_restore.c) */
-bool		cache_restoring_here = false;
+bool		inv_cache_restoring_here = false;
 
 int			inv_max_skus = 10000;
 
@@ -116,19 +116,19 @@ CacheShmemInit(void)
 	HASHCTL		info;
 	bool		found;
 
-	inv = ShmemInitStruct("inventory", sizeof(InvShared), &found);
+	inv_cache = ShmemInitStruct("inventory", sizeof(InvShared), &found);
 	if (!found)
 	{
-		inv->lock = &(GetNamedLWLockTranche("inventory"))[INV_LOCK_CACHE].lock;
-		ConditionVariableInit(&inv->loaded);
-		pg_atomic_init_u64(&inv->loads, 0);
-		pg_atomic_init_u64(&inv->evictions, 0);
-		pg_atomic_init_u32(&inv->nrestoring, 0);
-		memset(inv->restoring, 0, sizeof(inv->restoring));
+		inv_cache->lock = &(GetNamedLWLockTranche("inventory"))[INV_LOCK_CACHE].lock;
+		ConditionVariableInit(&inv_cache->loaded);
+		pg_atomic_init_u64(&inv_cache->loads, 0);
+		pg_atomic_init_u64(&inv_cache->evictions, 0);
+		pg_atomic_init_u32(&inv_cache->nrestoring, 0);
+		memset(inv_cache->restoring, 0, sizeof(inv_cache->restoring));
 	}
 	info.keysize = sizeof(InvKey);
 	info.entrysize = sizeof(InvEntry);
-	inv_hash = ShmemInitHash("inventory skus", inv_max_skus, inv_max_skus,
+	inv_cache_hash = ShmemInitHash("inventory skus", inv_max_skus, inv_max_skus,
 							 &info, HASH_ELEM | HASH_BLOBS);
 }
 
@@ -159,7 +159,7 @@ CompareLastUsed(const void *a, const void *b)
 
 /*
  * Makes room by removing the least recently used idle entries.  The caller
- * holds inv->lock exclusively.  An entry with changes in flight is pinned
+ * holds inv_cache->lock exclusively.  An entry with changes in flight is pinned
  * and stays.
  */
 static void
@@ -171,8 +171,8 @@ EntryEvict(void)
 	int			nidle = 0;
 	int			nevict;
 
-	idle = palloc(hash_get_num_entries(inv_hash) * sizeof(InvEntry *));
-	hash_seq_init(&status, inv_hash);
+	idle = palloc(hash_get_num_entries(inv_cache_hash) * sizeof(InvEntry *));
+	hash_seq_init(&status, inv_cache_hash);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		if (entry->pins == 0 && !entry->loading)
@@ -184,14 +184,14 @@ EntryEvict(void)
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("inventory cache is full"),
 				 errdetail("All %ld cached SKUs have changes in flight.",
-						   hash_get_num_entries(inv_hash)),
+						   hash_get_num_entries(inv_cache_hash)),
 				 errhint("Raise inventory.max_skus and restart the server.")));
 
 	qsort(idle, nidle, sizeof(InvEntry *), CompareLastUsed);
 	nevict = Max(1, (int) (nidle * EVICT_FRACTION));
 	for (int i = 0; i < nevict; i++)
-		hash_search(inv_hash, &idle[i]->key, HASH_REMOVE, NULL);
-	pg_atomic_fetch_add_u64(&inv->evictions, nevict);
+		hash_search(inv_cache_hash, &idle[i]->key, HASH_REMOVE, NULL);
+	pg_atomic_fetch_add_u64(&inv_cache->evictions, nevict);
 	pfree(idle);
 }
 
@@ -220,17 +220,17 @@ EntryLoad(const InvKey *key)
 	LockRelationOid(cat->sku_rel, AccessShareLock);
 	LockRelationOid(cat->ledger_rel, AccessShareLock);
 
-	LWLockAcquire(inv->lock, LW_EXCLUSIVE);
-	entry = hash_search(inv_hash, key, HASH_FIND, NULL);
+	LWLockAcquire(inv_cache->lock, LW_EXCLUSIVE);
+	entry = hash_search(inv_cache_hash, key, HASH_FIND, NULL);
 	if (entry != NULL)
 	{
 		/* another backend got there first */
-		LWLockRelease(inv->lock);
+		LWLockRelease(inv_cache->lock);
 		return;
 	}
-	if (hash_get_num_entries(inv_hash) >= inv_max_skus)
+	if (hash_get_num_entries(inv_cache_hash) >= inv_max_skus)
 		EntryEvict();
-	entry = hash_search(inv_hash, key, HASH_ENTER_NULL, &found);
+	entry = hash_search(inv_cache_hash, key, HASH_ENTER_NULL, &found);
 	if (entry == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -249,7 +249,7 @@ EntryLoad(const InvKey *key)
 	entry->gen = 0;
 	entry->last_used = entry->loaded_at = GetCurrentTimestamp();
 	memset(&entry->stats, 0, sizeof(InvCounters));
-	LWLockRelease(inv->lock);
+	LWLockRelease(inv_cache->lock);
 
 	PG_TRY();
 	{
@@ -257,10 +257,10 @@ EntryLoad(const InvKey *key)
 	}
 	PG_CATCH();
 	{
-		LWLockAcquire(inv->lock, LW_EXCLUSIVE);
-		hash_search(inv_hash, key, HASH_REMOVE, NULL);
-		LWLockRelease(inv->lock);
-		ConditionVariableBroadcast(&inv->loaded);
+		LWLockAcquire(inv_cache->lock, LW_EXCLUSIVE);
+		hash_search(inv_cache_hash, key, HASH_REMOVE, NULL);
+		LWLockRelease(inv_cache->lock);
+		ConditionVariableBroadcast(&inv_cache->loaded);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -275,8 +275,8 @@ EntryLoad(const InvKey *key)
 	entry->loading = false;
 	SpinLockRelease(&entry->mutex);
 
-	pg_atomic_fetch_add_u64(&inv->loads, 1);
-	ConditionVariableBroadcast(&inv->loaded);
+	pg_atomic_fetch_add_u64(&inv_cache->loads, 1);
+	ConditionVariableBroadcast(&inv_cache->loaded);
 
 	/*
 	 * Settled movements that nobody's commit announced to the workers since
@@ -291,35 +291,35 @@ EntryLoad(const InvKey *key)
 static void
 EntryWaitLoaded(const InvKey *key)
 {
-	ConditionVariablePrepareToSleep(&inv->loaded);
+	ConditionVariablePrepareToSleep(&inv_cache->loaded);
 	for (;;)
 	{
 		InvEntry   *entry;
 		bool		loading = false;
 
-		LWLockAcquire(inv->lock, LW_SHARED);
-		entry = hash_search(inv_hash, key, HASH_FIND, NULL);
+		LWLockAcquire(inv_cache->lock, LW_SHARED);
+		entry = hash_search(inv_cache_hash, key, HASH_FIND, NULL);
 		if (entry != NULL)
 		{
 			SpinLockAcquire(&entry->mutex);
 			loading = entry->loading;
 			SpinLockRelease(&entry->mutex);
 		}
-		LWLockRelease(inv->lock);
+		LWLockRelease(inv_cache->lock);
 		if (!loading)
 			break;
-		ConditionVariableSleep(&inv->loaded, PG_WAIT_EXTENSION);
+		ConditionVariableSleep(&inv_cache->loaded, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
 }
 
-/* Is dbid being restored?  The caller holds inv->lock. */
+/* Is dbid being restored?  The caller holds inv_cache->lock. */
 static bool
 RestoringLocked(Oid dbid)
 {
 	for (int i = 0; i < MAX_RESTORES; i++)
 	{
-		if (inv->restoring[i] == dbid)
+		if (inv_cache->restoring[i] == dbid)
 			return true;
 	}
 	return false;
@@ -330,11 +330,11 @@ CacheRestoring(Oid dbid)
 {
 	bool		result;
 
-	if (inv == NULL || pg_atomic_read_u32(&inv->nrestoring) == 0)
+	if (inv_cache == NULL || pg_atomic_read_u32(&inv_cache->nrestoring) == 0)
 		return false;
-	LWLockAcquire(inv->lock, LW_SHARED);
+	LWLockAcquire(inv_cache->lock, LW_SHARED);
 	result = RestoringLocked(dbid);
-	LWLockRelease(inv->lock);
+	LWLockRelease(inv_cache->lock);
 	return result;
 }
 
@@ -342,17 +342,17 @@ CacheRestoring(Oid dbid)
 bool
 CacheRestoringHere(void)
 {
-	return cache_restoring_here;
+	return inv_cache_restoring_here;
 }
 
 /*
  * Returns the loaded entry for key, loading it first if needed.  Returns
- * with inv->lock held in shared mode; the caller releases it.
+ * with inv_cache->lock held in shared mode; the caller releases it.
  */
 InvEntry *
 CacheEntryGet(const InvKey *key)
 {
-	if (inv == NULL)
+	if (inv_cache == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("inventory shared memory is not initialized"),
@@ -363,10 +363,10 @@ CacheEntryGet(const InvKey *key)
 		InvEntry   *entry;
 		bool		loading;
 
-		LWLockAcquire(inv->lock, LW_SHARED);
-		if (pg_atomic_read_u32(&inv->nrestoring) > 0 && RestoringLocked(key->dbid))
+		LWLockAcquire(inv_cache->lock, LW_SHARED);
+		if (pg_atomic_read_u32(&inv_cache->nrestoring) > 0 && RestoringLocked(key->dbid))
 		{
-			LWLockRelease(inv->lock);
+			LWLockRelease(inv_cache->lock);
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_IN_USE),
 					 errmsg("the inventory of this database is being restored"),
@@ -376,7 +376,7 @@ CacheEntryGet(const InvKey *key)
 							 "Make the other changes after the restore has committed." :
 							 "Retry when the restore has committed.")));
 		}
-		entry = hash_search(inv_hash, key, HASH_FIND, NULL);
+		entry = hash_search(inv_cache_hash, key, HASH_FIND, NULL);
 		if (entry != NULL)
 		{
 			SpinLockAcquire(&entry->mutex);
@@ -384,11 +384,11 @@ CacheEntryGet(const InvKey *key)
 			SpinLockRelease(&entry->mutex);
 			if (!loading)
 				return entry;
-			LWLockRelease(inv->lock);
+			LWLockRelease(inv_cache->lock);
 			EntryWaitLoaded(key);
 			continue;
 		}
-		LWLockRelease(inv->lock);
+		LWLockRelease(inv_cache->lock);
 		EntryLoad(key);
 	}
 }
@@ -412,7 +412,7 @@ CachePin(const InvKey *key)
 	}
 	entry->last_used = GetCurrentStatementStartTimestamp();
 	SpinLockRelease(&entry->mutex);
-	LWLockRelease(inv->lock);
+	LWLockRelease(inv_cache->lock);
 
 	if (dropping)
 		ereport(ERROR,
@@ -471,10 +471,10 @@ CacheRead(const InvKey *key, bool load, InvView *view)
 		entry = CacheEntryGet(key);
 	else
 	{
-		if (inv == NULL)
+		if (inv_cache == NULL)
 			return false;
-		LWLockAcquire(inv->lock, LW_SHARED);
-		entry = hash_search(inv_hash, key, HASH_FIND, NULL);
+		LWLockAcquire(inv_cache->lock, LW_SHARED);
+		entry = hash_search(inv_cache_hash, key, HASH_FIND, NULL);
 	}
 
 	if (entry != NULL)
@@ -486,6 +486,6 @@ CacheRead(const InvKey *key, bool load, InvView *view)
 			entry->last_used = GetCurrentStatementStartTimestamp();
 		SpinLockRelease(&entry->mutex);
 	}
-	LWLockRelease(inv->lock);
+	LWLockRelease(inv_cache->lock);
 	return usable;
 }

@@ -54,9 +54,9 @@ typedef struct InvShared
 	Oid			restoring[MAX_RESTORES];	/* under lock; InvalidOid: free */
 } InvShared;
 
-extern InvShared *inv;
-extern HTAB *inv_hash;
-extern bool cache_restoring_here;
+extern InvShared *inv_cache;
+extern HTAB *inv_cache_hash;
+extern bool inv_cache_restoring_here;
 extern int	inv_max_skus;
 
 extern InvEntry *CacheEntryGet(const InvKey *key);

@@ -5,8 +5,9 @@
  *
  * See "Restores" at the top of cache.c: a restore starts only when no entry
  * of its database is pinned; it then removes the database's entries and
- * lists the database in inv->restoring, under inv->lock held exclusively.
- * While it is listed nothing of the database is loaded, pinned or admitted.
+ * lists the database in inv_cache->restoring, under inv_cache->lock held
+ * exclusively.  While it is listed nothing of the database is loaded, pinned
+ * or admitted.
  */
 #include "postgres.h"
 
@@ -16,7 +17,7 @@
 #include "shmem/cache_restore.h"
 
 /*
- * Removes every entry of this database; the caller holds inv->lock
+ * Removes every entry of this database; the caller holds inv_cache->lock
  * exclusively.
  */
 static void
@@ -25,11 +26,11 @@ RemoveDatabaseEntries(void)
 	HASH_SEQ_STATUS status;
 	InvEntry   *entry;
 
-	hash_seq_init(&status, inv_hash);
+	hash_seq_init(&status, inv_cache_hash);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		if (entry->key.dbid == MyDatabaseId)
-			hash_search(inv_hash, &entry->key, HASH_REMOVE, NULL);
+			hash_search(inv_cache_hash, &entry->key, HASH_REMOVE, NULL);
 	}
 }
 
@@ -46,10 +47,10 @@ CacheBeginRestore(void)
 	int			busy = 0;
 	int			slot = -1;
 
-	if (cache_restoring_here)
+	if (inv_cache_restoring_here)
 		return;
-	LWLockAcquire(inv->lock, LW_EXCLUSIVE);
-	hash_seq_init(&status, inv_hash);
+	LWLockAcquire(inv_cache->lock, LW_EXCLUSIVE);
+	hash_seq_init(&status, inv_cache_hash);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		if (entry->key.dbid == MyDatabaseId && (entry->pins > 0 || entry->loading))
@@ -57,17 +58,17 @@ CacheBeginRestore(void)
 	}
 	for (int i = 0; i < MAX_RESTORES && slot < 0; i++)
 	{
-		if (!OidIsValid(inv->restoring[i]))
+		if (!OidIsValid(inv_cache->restoring[i]))
 			slot = i;
 	}
 	if (busy == 0 && slot >= 0)
 	{
 		RemoveDatabaseEntries();
-		inv->restoring[slot] = MyDatabaseId;
-		pg_atomic_fetch_add_u32(&inv->nrestoring, 1);
-		cache_restoring_here = true;
+		inv_cache->restoring[slot] = MyDatabaseId;
+		pg_atomic_fetch_add_u32(&inv_cache->nrestoring, 1);
+		inv_cache_restoring_here = true;
 	}
-	LWLockRelease(inv->lock);
+	LWLockRelease(inv_cache->lock);
 
 	if (busy > 0)
 		ereport(ERROR,
@@ -87,18 +88,18 @@ CacheBeginRestore(void)
 void
 CacheEndRestore(void)
 {
-	if (!cache_restoring_here)
+	if (!inv_cache_restoring_here)
 		return;
-	LWLockAcquire(inv->lock, LW_EXCLUSIVE);
+	LWLockAcquire(inv_cache->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < MAX_RESTORES; i++)
 	{
-		if (inv->restoring[i] == MyDatabaseId)
+		if (inv_cache->restoring[i] == MyDatabaseId)
 		{
-			inv->restoring[i] = InvalidOid;
-			pg_atomic_fetch_sub_u32(&inv->nrestoring, 1);
+			inv_cache->restoring[i] = InvalidOid;
+			pg_atomic_fetch_sub_u32(&inv_cache->nrestoring, 1);
 			break;
 		}
 	}
-	LWLockRelease(inv->lock);
-	cache_restoring_here = false;
+	LWLockRelease(inv_cache->lock);
+	inv_cache_restoring_here = false;
 }

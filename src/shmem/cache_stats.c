@@ -28,15 +28,15 @@ CacheCopyEntries(int *count)
 	InvEntryCopy *copies;
 	int			n = 0;
 
-	if (inv == NULL)
+	if (inv_cache == NULL)
 	{
 		*count = 0;
 		return NULL;
 	}
 
-	LWLockAcquire(inv->lock, LW_SHARED);
-	copies = palloc(Max(1, hash_get_num_entries(inv_hash)) * sizeof(InvEntryCopy));
-	hash_seq_init(&status, inv_hash);
+	LWLockAcquire(inv_cache->lock, LW_SHARED);
+	copies = palloc(Max(1, hash_get_num_entries(inv_cache_hash)) * sizeof(InvEntryCopy));
+	hash_seq_init(&status, inv_cache_hash);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		InvEntryCopy *c = &copies[n];
@@ -57,7 +57,7 @@ CacheCopyEntries(int *count)
 			n++;
 		}
 	}
-	LWLockRelease(inv->lock);
+	LWLockRelease(inv_cache->lock);
 	*count = n;
 	return copies;
 }
@@ -75,10 +75,10 @@ CacheSkusToFold(char **skus, int max)
 	InvEntry   *entry;
 	int			n = 0;
 
-	if (inv == NULL || max <= 0)
+	if (inv_cache == NULL || max <= 0)
 		return 0;
-	LWLockAcquire(inv->lock, LW_SHARED);
-	hash_seq_init(&status, inv_hash);
+	LWLockAcquire(inv_cache->lock, LW_SHARED);
+	hash_seq_init(&status, inv_cache_hash);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		int64		unfolded;
@@ -98,7 +98,7 @@ CacheSkusToFold(char **skus, int max)
 			}
 		}
 	}
-	LWLockRelease(inv->lock);
+	LWLockRelease(inv_cache->lock);
 	return n;
 }
 
@@ -113,10 +113,10 @@ CacheNoteFolded(const InvKey *key)
 {
 	InvEntry   *entry;
 
-	if (inv == NULL)
+	if (inv_cache == NULL)
 		return;
-	LWLockAcquire(inv->lock, LW_SHARED);
-	entry = hash_search(inv_hash, key, HASH_FIND, NULL);
+	LWLockAcquire(inv_cache->lock, LW_SHARED);
+	entry = hash_search(inv_cache_hash, key, HASH_FIND, NULL);
 	if (entry != NULL)
 	{
 		SpinLockAcquire(&entry->mutex);
@@ -124,7 +124,7 @@ CacheNoteFolded(const InvKey *key)
 			entry->unfolded--;
 		SpinLockRelease(&entry->mutex);
 	}
-	LWLockRelease(inv->lock);
+	LWLockRelease(inv_cache->lock);
 }
 
 void
@@ -134,10 +134,10 @@ CacheResetStats(void)
 	HASH_SEQ_STATUS status;
 	InvEntry   *entry;
 
-	if (inv == NULL)
+	if (inv_cache == NULL)
 		return;
-	LWLockAcquire(inv->lock, LW_SHARED);
-	hash_seq_init(&status, inv_hash);
+	LWLockAcquire(inv_cache->lock, LW_SHARED);
+	hash_seq_init(&status, inv_cache_hash);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		if (!InThisDatabase(&entry->key, relid))
@@ -146,7 +146,7 @@ CacheResetStats(void)
 		memset(&entry->stats, 0, sizeof(InvCounters));
 		SpinLockRelease(&entry->mutex);
 	}
-	LWLockRelease(inv->lock);
+	LWLockRelease(inv_cache->lock);
 }
 
 void
@@ -157,11 +157,11 @@ CacheGetInfo(InvCacheInfo *info)
 	info->entries = 0;
 	info->loads = 0;
 	info->evictions = 0;
-	if (inv == NULL)
+	if (inv_cache == NULL)
 		return;
-	LWLockAcquire(inv->lock, LW_SHARED);
-	info->entries = hash_get_num_entries(inv_hash);
-	LWLockRelease(inv->lock);
-	info->loads = pg_atomic_read_u64(&inv->loads);
-	info->evictions = pg_atomic_read_u64(&inv->evictions);
+	LWLockAcquire(inv_cache->lock, LW_SHARED);
+	info->entries = hash_get_num_entries(inv_cache_hash);
+	LWLockRelease(inv_cache->lock);
+	info->loads = pg_atomic_read_u64(&inv_cache->loads);
+	info->evictions = pg_atomic_read_u64(&inv_cache->evictions);
 }

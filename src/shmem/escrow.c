@@ -95,7 +95,7 @@ EscrowAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
 	SpinLockRelease(&entry->mutex);
 
 	if (!mine)
-		LWLockRelease(inv->lock);
+		LWLockRelease(inv_cache->lock);
 	if (result == INV_ADMIT_OK && hold)
 		*entryp = entry;
 	return result;

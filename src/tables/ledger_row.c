@@ -24,7 +24,7 @@
 #include "tables/catalog.h"
 #include "tables/ledger_row.h"
 
-int			inv_default_ttl = 15 * 60;	/* seconds */
+static int	inv_default_ttl = 15 * 60;	/* seconds */
 
 void
 LedgerRowInit(void)

@@ -255,7 +255,11 @@ Admit(const InvKey *key, Touched *t, InvEntry **entry, int64 qty,
 	*entry = t ? t->entry : NULL;
 	result = EscrowAdmit(key, entry, qty, expected_version, sale, hold, view);
 	if (t != NULL && result == INV_ADMIT_UNKNOWN && PendingSkuExists(key))
+	{
+		/* created by this transaction: it exists, with nothing on sale yet */
 		result = INV_ADMIT_INSUFFICIENT;
+		view->exists = true;
+	}
 	return result;
 }
 

@@ -44,7 +44,7 @@ AS $$ SELECT dblink_exec('inventory_peer', sql) $$;
 CREATE FUNCTION pg_temp.peer_status(sql text) RETURNS text LANGUAGE sql
 AS $$ SELECT status FROM dblink('inventory_peer', sql) AS t(status text) $$;
 
-SELECT plan(39);
+SELECT plan(41);
 
 SELECT is((inventory.restock(pg_temp.n('A'), 10, pg_temp.n('rA'))).status, 'ok', 'setup: restock A 10');
 SELECT is(pg_temp.counters('A'), 'on_hand=10 reserved=0 available=10 version=1 live=10', 'setup: counters of A');
@@ -147,6 +147,14 @@ SELECT is(pg_temp.res(inventory.cancel(pg_temp.n('v3'))),
 ROLLBACK;
 SELECT is(pg_temp.counters('A'), 'on_hand=9 reserved=1 available=8 version=6 live=8',
 		  'rolled back: the answers were what a commit would have made, nothing more');
+BEGIN;
+SELECT is(pg_temp.res(inventory.restock(pg_temp.n('NEW'), 4, pg_temp.n('rn'))),
+		  'ok=true status=ok sku=NEW qty=4 state=NULL available=4 version=0',
+		  'a restock that creates its SKU answers its units');
+SELECT is(pg_temp.res(inventory.reserve(pg_temp.n('NEW'), 1, pg_temp.n('on'))),
+		  'ok=false status=insufficient sku=NEW qty=1 state=NULL available=4 version=0',
+		  'a reserve of that SKU in the same transaction: insufficient, told the 4 its commit brings');
+ROLLBACK;
 
 ------------------------------------------------------------------------------
 -- settle

@@ -220,6 +220,9 @@ BEGIN
 			PERFORM torture.fail(op, r, 'expires_at without a reservation');
 		END IF;
 	END IF;
+	-- (available counts the units the caller's own transaction adds, which it
+	-- cannot reserve before it commits: the torture's transactions never
+	-- restock or cancel a SKU and then reserve it, so here it must hold)
 	IF op = 'reserve' AND r.status = 'insufficient' AND r.available >= r.qty THEN
 		PERFORM torture.fail(op, r, 'insufficient with enough available');
 	END IF;
