@@ -45,6 +45,13 @@ SELECT ok, status FROM inventory.adjust('S-PEN', 25, 's-count-6');
 COMMIT;
 SELECT * FROM inventory.stock WHERE sku = 'S-PEN';
 
+-- and of a SKU the transaction itself created (0.2 answered unknown_sku)
+BEGIN;
+SELECT ok, status, available FROM inventory.restock('S-NEW', 10, 's-new-1');
+SELECT ok, status, qty, available FROM inventory.adjust('S-NEW', 12, 's-new-count-1');
+COMMIT;
+SELECT sku, on_hand, reserved, available FROM inventory.stock WHERE sku = 'S-NEW';
+
 -- on_hand cannot leave the range of bigint
 SELECT ok, status FROM inventory.restock('S-BIG', 9223372036854775000, 's-big-1');
 SELECT * FROM inventory.restock('S-BIG', 1000, 's-big-2');

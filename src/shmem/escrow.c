@@ -104,19 +104,21 @@ EscrowAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
 /*
  * Stocktake admission on an entry the caller pins: turns an absolute count
  * into a change of on_hand against the committed value (plus the caller's
- * own uncommitted changes, own_on_hand), and holds the units
- * a decrease takes out of available.  An increase is registered as incoming
- * by the trigger, like a restock.
+ * own uncommitted changes, own_on_hand), and holds the units a decrease
+ * takes out of available.  An increase is registered as incoming by the
+ * trigger, like a restock.  exists: whether the SKU exists for the caller's
+ * transaction, which may have created it.
  */
 InvAdmit
-EscrowStocktake(InvEntry *entry, int64 counted, int64 own_on_hand,
-			   const int64 *expected_version, int64 *delta, InvView *view)
+EscrowStocktake(InvEntry *entry, bool exists, int64 counted,
+				int64 own_on_hand, const int64 *expected_version,
+				int64 *delta, InvView *view)
 {
 	InvAdmit	result;
 
 	SpinLockAcquire(&entry->mutex);
 	*delta = counted - (entry->on_hand + own_on_hand);
-	if (!entry->exists)
+	if (!exists)
 		result = INV_ADMIT_UNKNOWN;
 	else if (expected_version != NULL &&
 			 (entry->version != *expected_version || entry->pins > 1))
@@ -135,6 +137,7 @@ EscrowStocktake(InvEntry *entry, int64 counted, int64 own_on_hand,
 	}
 	FillView(entry, view);
 	SpinLockRelease(&entry->mutex);
+	view->exists = exists;
 	return result;
 }
 

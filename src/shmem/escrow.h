@@ -50,7 +50,7 @@ typedef struct InvTxnEnd
 extern InvAdmit EscrowAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
 							const int64 *expected_version, const InvSale *sale,
 							bool hold, InvView *view);
-extern InvAdmit EscrowStocktake(InvEntry *entry, int64 counted,
+extern InvAdmit EscrowStocktake(InvEntry *entry, bool exists, int64 counted,
 								int64 own_on_hand,
 								const int64 *expected_version, int64 *delta,
 								InvView *view);

@@ -317,8 +317,8 @@ PendingStocktake(const InvKey *key, int64 counted,
 	InvAdmit	result;
 
 	PendingOwnDelta(key, &own);
-	result = EscrowStocktake(entry, counted, own.on_hand, expected_version,
-							delta, view);
+	result = EscrowStocktake(entry, PendingSkuExists(key), counted, own.on_hand,
+							 expected_version, delta, view);
 	if (result == INV_ADMIT_OK && *delta < 0)
 	{
 		c->hold += -*delta;
