@@ -32,6 +32,13 @@ RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
+def module_of(name):
+    """The module of a file or include name relative to src/, less its
+    .c or .h: an internal header belongs to the module it is internal to."""
+    mod = name[:-2]
+    return mod[:-len("_internal")] if mod.endswith("_internal") else mod
+
+
 def modules(src):
     """{module: [files]} for every .c and .h under src."""
     mods = {}
@@ -39,10 +46,7 @@ def modules(src):
         for f in files:
             if f.endswith((".c", ".h")):
                 path = os.path.join(root, f)
-                mod = os.path.relpath(path, src)[:-2]
-                if mod.endswith("_internal"):
-                    mod = mod[:-len("_internal")]
-                mods.setdefault(mod, []).append(path)
+                mods.setdefault(module_of(os.path.relpath(path, src)), []).append(path)
     return mods
 
 
@@ -60,9 +64,7 @@ def dependencies(src, mods):
         for path in files:
             with open(path, encoding="utf-8") as f:
                 for inc in INCLUDE.findall(f.read()):
-                    target = inc[:-2] if inc.endswith(".h") else None
-                    if target and target.endswith("_internal"):
-                        target = target[:-len("_internal")]
+                    target = module_of(inc) if inc.endswith(".h") else None
                     if target in mods and target != mod:
                         deps[mod].add(target)
     return deps
