@@ -86,6 +86,6 @@ installcheck-regress:
 installcheck-isolation:
 	$(MAKE) installcheck REGRESS= PGTAP_TESTS=
 installcheck-pgtap:
-	PATH="$(bindir):$$PATH" $(srcdir)/test/pgtap/run.sh tmp_check_pgtap $(TESTCONF) $(PGTAP_TESTS)
+	$(srcdir)/test/pgtap/run.sh tmp_check_pgtap $(TESTCONF) $(PGTAP_TESTS)
 installcheck-tap:
 	$(prove_installcheck)
