@@ -13,9 +13,12 @@ OBJS = \
 	src/api/args.o \
 	src/api/batch.o \
 	src/api/cart.o \
+	src/api/express_batch.o \
 	src/api/outcome.o \
+	src/api/reserve_now.o \
 	src/api/stats.o \
 	src/api/verify.o \
+	src/worker/express_writer.o \
 	src/worker/launcher.o \
 	src/worker/worker.o \
 	src/enforce/restore.o \
@@ -27,6 +30,7 @@ OBJS = \
 	src/shmem/cache_restore.o \
 	src/shmem/cache_stats.o \
 	src/shmem/escrow.o \
+	src/shmem/express.o \
 	src/shmem/keyfilter.o \
 	src/shmem/pool.o \
 	src/tables/catalog.o \

@@ -24,6 +24,7 @@
 #include "enforce/utility.h"
 #include "inventory.h"
 #include "shmem/cache.h"
+#include "shmem/express.h"
 #include "shmem/keyfilter.h"
 #include "shmem/pool.h"
 #include "tables/ledger_row.h"
@@ -43,8 +44,9 @@ InventoryShmemRequest(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(add_size(add_size(CacheShmemSize(), PoolShmemSize()),
-									KeyFilterShmemSize()));
+	RequestAddinShmemSpace(add_size(add_size(add_size(CacheShmemSize(), PoolShmemSize()),
+											 KeyFilterShmemSize()),
+									ExpressShmemSize()));
 	RequestNamedLWLockTranche("inventory", INV_NUM_LOCKS);
 }
 
@@ -57,6 +59,7 @@ InventoryShmemStartup(void)
 	CacheShmemInit();
 	PoolShmemInit();
 	KeyFilterShmemInit();
+	ExpressShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -79,6 +82,7 @@ _PG_init(void)
 	CacheInit();
 	KeyFilterInit();
 	PoolInit();
+	ExpressInit();
 	PendingInit();
 	UtilityInit();
 	WorkerInit();

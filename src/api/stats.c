@@ -1,8 +1,9 @@
 /*
  * stats.c
  *	  Views of shared memory: per-SKU statistics and the cache's own
- *	  figures (only the current database's SKUs are shown), and the
- *	  background workers' view of every database they serve.
+ *	  figures (only the current database's SKUs are shown), the
+ *	  background workers' view of every database they serve, and the
+ *	  express lanes.
  */
 #include "postgres.h"
 
@@ -14,6 +15,7 @@
 
 #include "shmem/cache.h"
 #include "shmem/cache_stats.h"
+#include "shmem/express.h"
 #include "shmem/keyfilter.h"
 #include "shmem/pool.h"
 
@@ -214,4 +216,56 @@ Datum
 inventory_worker_status_0_2(PG_FUNCTION_ARGS)
 {
 	return WorkerStatus(fcinfo, status_0_2);
+}
+
+#define EXPRESS_STATUS_COLS 11
+
+/* Every database's express lane in use: its writer, queue and batches. */
+PG_FUNCTION_INFO_V1(inventory_express_status);
+Datum
+inventory_express_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ExpressLaneInfo *lanes;
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	lanes = palloc(inv_max_express_writers * sizeof(ExpressLaneInfo) + 1);
+	n = ExpressLanes(lanes, inv_max_express_writers);
+	for (int i = 0; i < n; i++)
+	{
+		ExpressLaneInfo *l = &lanes[i];
+		char	   *name = get_database_name(l->dboid);
+		Datum		v[EXPRESS_STATUS_COLS];
+		bool		nulls[EXPRESS_STATUS_COLS];
+		int			c = 0;
+
+		memset(nulls, 0, sizeof(nulls));
+		v[c++] = ObjectIdGetDatum(l->dboid);
+		nulls[c] = (name == NULL);
+		v[c++] = name ? CStringGetTextDatum(name) : (Datum) 0;
+		nulls[c] = (l->writer_pid == 0);
+		v[c++] = Int32GetDatum(l->writer_pid);
+		nulls[c] = (l->writer_pid == 0);
+		v[c++] = TimestampTzGetDatum(l->started_at);
+		v[c++] = Int32GetDatum(l->queued);
+		v[c++] = Int64GetDatum(l->batches);
+		v[c++] = Int64GetDatum(l->rows);
+		nulls[c] = (l->batches == 0);
+		v[c++] = Float8GetDatum(l->batches ? (double) l->rows / l->batches : 0);
+		v[c++] = Int64GetDatum(l->max_batch);
+		v[c++] = Int64GetDatum(l->sent_back);
+		v[c++] = Int64GetDatum(l->failed);
+		Assert(c == EXPRESS_STATUS_COLS);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* Calls that reserved in their own transaction for want of a writer. */
+PG_FUNCTION_INFO_V1(inventory_express_fallbacks);
+Datum
+inventory_express_fallbacks(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(ExpressFallbacks());
 }

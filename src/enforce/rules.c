@@ -59,17 +59,20 @@ BuyerLockTag(LOCKTAG *tag, text *sku, text *buyer_id)
  * when it is no and the lock was taken for this question, it is given
  * back.
  */
-bool
-RulesAdmitBuyer(text *sku, text *buyer_id, int64 qty, int64 limit,
-				int64 *holding, bool *took_lock)
+static bool
+AdmitBuyer(text *sku, text *buyer_id, int64 qty, int64 limit, bool wait,
+		   int64 *holding, bool *took_lock, bool *busy)
 {
 	LOCKTAG		tag;
 	LockAcquireResult res;
 	int64		total;
 
 	BuyerLockTag(&tag, sku, buyer_id);
-	res = LockAcquire(&tag, ExclusiveLock, false, false);
+	res = LockAcquire(&tag, ExclusiveLock, false, !wait);
+	*busy = (res == LOCKACQUIRE_NOT_AVAIL);
 	*took_lock = (res == LOCKACQUIRE_OK);
+	if (*busy)
+		return false;
 	*holding = LedgerBuyerHolding(sku, buyer_id);
 	if (!pg_add_s64_overflow(*holding, qty, &total) && total <= limit)
 		return true;
@@ -77,6 +80,40 @@ RulesAdmitBuyer(text *sku, text *buyer_id, int64 qty, int64 limit,
 		LockRelease(&tag, ExclusiveLock, false);
 	*took_lock = false;
 	return false;
+}
+
+bool
+RulesAdmitBuyer(text *sku, text *buyer_id, int64 qty, int64 limit,
+				int64 *holding, bool *took_lock)
+{
+	bool		busy;
+
+	return AdmitBuyer(sku, buyer_id, qty, limit, true, holding, took_lock, &busy);
+}
+
+/*
+ * RulesAdmitBuyer() for the express lane's writer, which never waits:
+ * *busy when another transaction holds the buyer's lock now.
+ */
+bool
+RulesTryAdmitBuyer(text *sku, text *buyer_id, int64 qty, int64 limit,
+				   bool *busy)
+{
+	int64		holding;
+	bool		took_lock;
+
+	return AdmitBuyer(sku, buyer_id, qty, limit, false, &holding, &took_lock, busy);
+}
+
+/* Waits until the buyer's lock is free, then lets it go. */
+void
+RulesWaitForBuyer(text *sku, text *buyer_id)
+{
+	LOCKTAG		tag;
+
+	BuyerLockTag(&tag, sku, buyer_id);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	LockRelease(&tag, ExclusiveLock, false);
 }
 
 /*

@@ -19,6 +19,7 @@
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/snapshot.h"
 
 #include "tables/catalog.h"
 #include "tables/keyscan.h"
@@ -66,15 +67,103 @@ LedgerFindMovement(const char *order_id, int len, int32 batch_id,
  * has committed or rolled back.  pg_locks shows it as an object lock whose
  * classid is inventory.ledger and whose objid is a hash of the key.
  */
+static void
+KeyLockTag(LOCKTAG *tag, const char *order_id, int len, int32 batch_id)
+{
+	uint32		hash = hash_combine(hash_bytes((const unsigned char *) order_id, len),
+									hash_uint32((uint32) batch_id));
+
+	SET_LOCKTAG_OBJECT(*tag, MyDatabaseId, InvGetCatalog()->ledger_rel, hash, 0);
+}
+
 void
 LedgerLockKey(const char *order_id, int len, int32 batch_id)
 {
 	LOCKTAG		tag;
-	uint32		hash = hash_combine(hash_bytes((const unsigned char *) order_id, len),
-									hash_uint32((uint32) batch_id));
 
-	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, InvGetCatalog()->ledger_rel, hash, 0);
+	KeyLockTag(&tag, order_id, len, batch_id);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/* The key's lock if it is free now, to the end of the transaction. */
+bool
+LedgerTryLockKey(const char *order_id, int len, int32 batch_id)
+{
+	LOCKTAG		tag;
+
+	KeyLockTag(&tag, order_id, len, batch_id);
+	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * The transaction, other than the caller's, that is inserting a row under
+ * the key right now without holding the key's lock (an INSERT by hand), or
+ * InvalidTransactionId: a dirty read of the key's index, which the express
+ * lane's writer does instead of waiting on the unique index.
+ */
+TransactionId
+LedgerKeyInsertInFlight(const char *order_id, int len, int32 batch_id)
+{
+	const InvCatalog *cat = InvGetCatalog();
+	text	   *order_text = cstring_to_text_with_len(order_id, len);
+	SnapshotData dirty;
+	ScanKeyData keys[2];
+	KeyScan		ks;
+	TransactionId xid = InvalidTransactionId;
+
+	InitDirtySnapshot(dirty);
+	KeyScanOpen(&ks, cat->ledger_rel, cat->ledger_key_index);
+	KeyScanTextKey(&ks, &keys[0], order_text);
+	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
+						   InvalidOid, F_INT4EQ, Int32GetDatum(batch_id));
+	KeyScanStart(&ks, &dirty, keys, 2);
+	while (KeyScanNext(&ks))
+	{
+		if (TransactionIdIsValid(dirty.xmin) &&
+			!TransactionIdIsCurrentTransactionId(dirty.xmin))
+		{
+			xid = dirty.xmin;
+			break;
+		}
+	}
+	KeyScanEnd(&ks);
+	pfree(order_text);
+	return xid;
+}
+
+/*
+ * Waits until the key is free: its lock, and any insert under it in
+ * flight, then lets the lock go again.  For an express-lane caller whose
+ * item the writer sent back, so that it waits in its own backend.
+ */
+void
+LedgerWaitForKey(const char *order_id, int len, int32 batch_id)
+{
+	LOCKTAG		tag;
+	TransactionId xid;
+
+	KeyLockTag(&tag, order_id, len, batch_id);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	while (TransactionIdIsValid(xid = LedgerKeyInsertInFlight(order_id, len, batch_id)))
+		XactLockTableWait(xid, NULL, NULL, XLTW_None);
+	LockRelease(&tag, ExclusiveLock, false);
+}
+
+/* The ledger's lock for inserts, if no one is in the way now. */
+bool
+LedgerTryLockForInsert(void)
+{
+	return ConditionalLockRelationOid(InvGetCatalog()->ledger_rel, RowExclusiveLock);
+}
+
+/* Waits until the ledger's lock for inserts is free, then lets it go. */
+void
+LedgerWaitForInsert(void)
+{
+	Oid			relid = InvGetCatalog()->ledger_rel;
+
+	LockRelationOid(relid, RowExclusiveLock);
+	UnlockRelationOid(relid, RowExclusiveLock);
 }
 
 /* the movement LedgerInsert() is writing had the SKU's rules applied */
@@ -155,7 +244,8 @@ LedgerWriterInsert(LedgerWriter *w, const LedgerNew *m)
 		SET(cat->l_counted, Int64GetDatum(m->counted));
 	if (m->kind == INV_KIND_RESERVE)
 		SET(cat->l_state, InvStateGetDatum(INV_PENDING));
-	SET(cat->l_created_at, TimestampTzGetDatum(GetCurrentStatementStartTimestamp()));
+	SET(cat->l_created_at, TimestampTzGetDatum(m->has_created_at ? m->created_at :
+											   GetCurrentStatementStartTimestamp()));
 	if (m->has_expires_at)
 		SET(cat->l_expires_at, TimestampTzGetDatum(m->expires_at));
 	SET(cat->l_folded, BoolGetDatum(false));

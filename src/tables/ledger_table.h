@@ -26,11 +26,19 @@ typedef struct LedgerNew
 	int64		counted;
 	bool		has_expires_at;
 	TimestampTz expires_at;
+	bool		has_created_at; /* else: the statement's start */
+	TimestampTz created_at;
 	text	   *buyer_id;		/* NULL: none */
 	bool		rules_checked;	/* the caller applied the SKU's rules */
 } LedgerNew;
 
 extern void LedgerLockKey(const char *order_id, int len, int32 batch_id);
+extern bool LedgerTryLockKey(const char *order_id, int len, int32 batch_id);
+extern TransactionId LedgerKeyInsertInFlight(const char *order_id, int len,
+											 int32 batch_id);
+extern void LedgerWaitForKey(const char *order_id, int len, int32 batch_id);
+extern bool LedgerTryLockForInsert(void);
+extern void LedgerWaitForInsert(void);
 extern bool LedgerFindMovement(const char *order_id, int len, int32 batch_id,
 							   LedgerRow *movement);
 extern void LedgerInsert(const LedgerNew *movement);

@@ -50,6 +50,7 @@ typedef struct Change
 	InvEffect	delta;			/* applied at commit */
 	int64		hold;			/* taken in shared memory */
 	int64		prepaid;		/* part of hold not yet bound to a row */
+	int64		adopted;		/* part of hold that an express slot took */
 	int64		incoming;		/* registered in shared memory */
 	int			exists;
 	int64		unfolded;
@@ -293,6 +294,25 @@ PendingReserve(const InvKey *key, int64 qty, const int64 *expected_version,
 	c->hold += qty;
 	c->prepaid += qty;
 	return result;
+}
+
+/*
+ * The express lane's writer adopts a hold of qty that a reserve_now()
+ * caller took on the SKU's entry, ahead of the row that will bind it, as
+ * reserve() takes its own: at commit the row keeps the units and the hold
+ * returns.  At abort the hold is not returned: it goes back to the caller's
+ * slot, whose item is written again or fails (shmem/express.c).
+ */
+void
+PendingAdopt(const InvKey *key, int64 qty)
+{
+	Change	   *c;
+
+	(void) PendingPin(key);
+	c = CurrentChange(TouchedFind(key));
+	c->hold += qty;
+	c->prepaid += qty;
+	c->adopted += qty;
 }
 
 /* What PendingReserve() would answer now, without taking anything. */
@@ -589,8 +609,9 @@ UndoSubtransaction(SubTransactionId subid)
 	{
 		Change	   *c = &changes[nchanges - 1];
 
-		if (c->hold != 0 || c->incoming != 0)
-			EscrowRelease(c->sku->entry, c->hold, c->incoming);
+		/* an adopted hold goes back to its slot, which still has it */
+		if (c->hold - c->adopted != 0 || c->incoming != 0)
+			EscrowRelease(c->sku->entry, c->hold - c->adopted, c->incoming);
 		c->sku->last = c->prev;
 		nchanges--;
 	}
@@ -641,6 +662,7 @@ MergeSubtransaction(SubTransactionId subid, SubTransactionId parent)
 			InvEffectAdd(&p->delta, &c->delta);
 			p->hold += c->hold;
 			p->prepaid += c->prepaid;
+			p->adopted += c->adopted;
 			p->incoming += c->incoming;
 			p->exists += c->exists;
 			p->unfolded += c->unfolded;
@@ -673,7 +695,8 @@ EndTransaction(bool commit)
 		Change	   *c = &changes[i];
 		InvTxnEnd  *s = &c->sku->end;
 
-		s->hold += c->hold;
+		/* after an abort, an adopted hold is its slot's again */
+		s->hold += commit ? c->hold : c->hold - c->adopted;
 		s->incoming += c->incoming;
 		if (commit)
 		{

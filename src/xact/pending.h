@@ -18,6 +18,7 @@ extern InvEntry *PendingPin(const InvKey *key);
 extern InvAdmit PendingReserve(const InvKey *key, int64 qty,
 							   const int64 *expected_version,
 							   const InvSale *sale, InvView *view);
+extern void PendingAdopt(const InvKey *key, int64 qty);
 extern InvAdmit PendingAsk(const InvKey *key, int64 qty, const InvSale *sale,
 						   InvView *view);
 extern InvAdmit PendingStocktake(const InvKey *key, int64 counted,

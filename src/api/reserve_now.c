@@ -1,0 +1,400 @@
+/*
+ * reserve_now.c
+ *	  inventory.reserve_now(): one reservation, committed together with
+ *	  other callers' in a commit of their database's express writer.
+ *
+ * A call is decided in shared memory first, as reserve() decides: a
+ * refusal (sold out, not on sale, buyer required, unknown SKU) takes no
+ * transaction id, writes no WAL and never sleeps.  An admitted call holds
+ * its units in the SKU's cache entry, owned by the caller's slot rather
+ * than by its transaction, and hands the reservation to the writer
+ * (shmem/express.c, worker/express_writer.c); it sleeps until the writer's
+ * batch has committed and the commit is flushed (and replicated, where
+ * synchronous_standby_names and the caller's synchronous_commit ask for
+ * it), and answers reserve()'s status.  An item whose key or buyer the
+ * writer found busy comes back; the caller waits for them here, where the
+ * wait can be interrupted and is seen by the deadlock detector, and hands
+ * the item over again.  When no writer can be had, the call reserves in
+ * its own transaction, as reserve() does.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/parallel.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_class.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "replication/syncrep.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "utils/builtins.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "api/api.h"
+#include "api/args.h"
+#include "api/outcome.h"
+#include "enforce/rules.h"
+#include "shmem/cache.h"
+#include "shmem/escrow.h"
+#include "shmem/express.h"
+#include "shmem/keyfilter.h"
+#include "tables/catalog.h"
+#include "tables/ledger_table.h"
+#include "worker/express_writer.h"
+
+/*
+ * The hold the caller's slot owns: qty units of entry, which it pins.
+ * Given back when the call ends without a row, also by an error or when
+ * the backend exits.
+ */
+static InvEntry *held_entry = NULL;
+static int64 held_qty = 0;
+static bool exit_callback_set = false;
+
+/* Gives back the slot's hold (and pin), if it has one. */
+static void
+GiveBack(void)
+{
+	InvTxnEnd	end;
+
+	if (held_entry == NULL)
+		return;
+	memset(&end, 0, sizeof(end));
+	end.hold = held_qty;
+	EscrowEndTxn(held_entry, &end);
+	held_entry = NULL;
+	held_qty = 0;
+}
+
+static void
+GiveBackAtExit(int code, Datum arg)
+{
+	GiveBack();
+}
+
+/* reserve_now() commits on its own: only where that is what the caller gets */
+static void
+CheckOwnCommit(void)
+{
+	CheckWritable("inventory.reserve_now()");
+	if (IsInParallelMode())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("inventory.reserve_now() cannot run in parallel mode")));
+	if (IsTransactionBlock())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("inventory.reserve_now() cannot run inside a transaction block"),
+				 errdetail("It commits on its own, together with other callers' reservations, whatever the transaction around it does."),
+				 errhint("Use inventory.reserve(), which commits with the transaction around it.")));
+	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("inventory.reserve_now() cannot run in a transaction that has written"),
+				 errdetail("It commits on its own, apart from what its statement writes."),
+				 errhint("Use inventory.reserve(), which commits with the transaction around it.")));
+}
+
+/*
+ * The answer of a call whose key is in the ledger: "duplicate", or the
+ * key's reuse raised as reserve() raises it.  NULL if the key is not there.
+ * The row's commit is made durable first: it may be an express writer's.
+ */
+static const char *
+AnswerFromLedger(text *sku, int64 qty, text *order_id, int32 batch_id,
+				 text *buyer_id)
+{
+	LedgerRow	m;
+	Outcome		o;
+
+	if (!KeyFilterMaybe(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id), batch_id))
+		return NULL;
+	if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
+							batch_id, &m))
+	{
+		KeyFilterFalsePositive();
+		return NULL;
+	}
+	ExpressFlushCommitted();
+	OutcomeInit(&o, sku, qty);
+	OutcomeReplay(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty, buyer_id, &o);
+	return o.status;
+}
+
+/* Has the commit at lsn reached the synchronous standbys the caller asks for? */
+static bool
+Replicated(XLogRecPtr lsn)
+{
+	int			mode;
+	bool		done;
+
+	if (!SyncRepRequested() || SyncRepStandbyNames == NULL ||
+		SyncRepStandbyNames[0] == '\0')
+		return true;
+	mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE ? SYNC_REP_WAIT_WRITE :
+		synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_APPLY ? SYNC_REP_WAIT_APPLY :
+		SYNC_REP_WAIT_FLUSH;
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+	done = WalSndCtl->lsn[mode] >= lsn;
+	LWLockRelease(SyncRepLock);
+	return done;
+}
+
+/*
+ * Waits until the batch's commit is durable: flushed (its first caller has
+ * done that for all, normally) and replicated where asked.  A cancel of
+ * the wait for a standby is an error: the call must not answer ok.
+ */
+static void
+WaitDurable(XLogRecPtr lsn)
+{
+	XLogFlush(lsn);
+	SyncRepWaitForLSN(lsn, true);
+	if (!Replicated(lsn))
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("canceling the wait for synchronous replication of inventory.reserve_now()"),
+				 errdetail("The reservation has been committed locally, but might not have been replicated to the standby."),
+				 errhint("Call it again with the same key: it answers ok or duplicate, never a second reservation.")));
+}
+
+/* Hands the caller's filled item to its writer and sleeps until answered. */
+static void
+HandOver(ExpressReply *reply)
+{
+	int			lane = -1;
+	ExpressQueued queued;
+
+	/* from the queue to the answer, the hold is the writer's to adopt */
+	HOLD_INTERRUPTS();
+	queued = ExpressEnqueue(&lane);
+	if (queued == EXPRESS_NO_LANE)
+	{
+		RESUME_INTERRUPTS();
+		memset(reply, 0, sizeof(ExpressReply));
+		reply->answer = EXPRESS_NO_WRITER;
+		return;
+	}
+	if (queued == EXPRESS_START_WRITER)
+	{
+		bool		started = false;
+
+		PG_TRY();
+		{
+			started = ExpressStartWriter(lane);
+		}
+		PG_CATCH();
+		{
+			ExpressWriterNotStarted(lane);
+			ExpressSleep(reply);
+			RESUME_INTERRUPTS();
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		if (!started)
+			ExpressWriterNotStarted(lane);
+	}
+	ExpressSleep(reply);
+	RESUME_INTERRUPTS();
+}
+
+/* The ledger's owner, whom reserve()'s SECURITY DEFINER runs as. */
+static Oid
+LedgerOwner(void)
+{
+	HeapTuple	tup;
+	Oid			owner;
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(InvGetCatalog()->ledger_rel));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", InvGetCatalog()->ledger_rel);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/* No writer: the reservation is made in the caller's transaction, as reserve() makes it. */
+static const char *
+ReserveInOwnTransaction(text *sku, int64 qty, text *order_id, int32 batch_id,
+						TimestampTz expires_at, text *buyer_id)
+{
+	Oid			save_userid;
+	int			save_sec;
+	LedgerWriter writer;
+	Outcome		o;
+
+	ExpressCountFallback();
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(LedgerOwner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	LedgerWriterInit(&writer);
+	ReserveOne(sku, qty, order_id, batch_id, expires_at, NULL, buyer_id, &writer, &o);
+	LedgerWriterClose(&writer);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	return o.status;
+}
+
+static void
+FillItem(ExpressItem *it, text *sku, int64 qty, text *order_id, int32 batch_id,
+		 TimestampTz now, TimestampTz expires_at, text *buyer_id,
+		 int64 max_per_buyer)
+{
+	it->qty = qty;
+	it->batch_id = batch_id;
+	it->max_per_buyer = max_per_buyer;
+	it->created_at = now;
+	it->expires_at = expires_at;
+	it->sku_len = VARSIZE_ANY_EXHDR(sku);
+	memcpy(it->sku, VARDATA_ANY(sku), it->sku_len);
+	it->sku[it->sku_len] = '\0';
+	it->order_len = VARSIZE_ANY_EXHDR(order_id);
+	memcpy(it->order_id, VARDATA_ANY(order_id), it->order_len);
+	it->order_id[it->order_len] = '\0';
+	it->buyer_len = buyer_id ? (int) VARSIZE_ANY_EXHDR(buyer_id) : -1;
+	if (buyer_id)
+	{
+		memcpy(it->buyer_id, VARDATA_ANY(buyer_id), it->buyer_len);
+		it->buyer_id[it->buyer_len] = '\0';
+	}
+}
+
+/*
+ * The admitted call, whose slot holds its units: handed to the writer until
+ * it is written or refused; the items sent back are waited for here.
+ */
+static const char *
+WriteThroughLane(text *sku, int64 qty, text *order_id, int32 batch_id,
+				 TimestampTz now, TimestampTz expires_at, text *buyer_id,
+				 int64 max_per_buyer)
+{
+	const char *status;
+
+	for (;;)
+	{
+		ExpressReply reply;
+
+		FillItem(ExpressMyItem(), sku, qty, order_id, batch_id, now, expires_at,
+				 buyer_id, max_per_buyer);
+		HandOver(&reply);
+		switch (reply.answer)
+		{
+			case EXPRESS_WRITTEN:
+				/* the hold went with the row: only the pin is left */
+				held_qty = 0;
+				WaitDurable(reply.lsn);
+				GiveBack();
+				return "ok";
+			case EXPRESS_REFUSED:
+				GiveBack();
+				if (strcmp(reply.status, "key_taken") != 0)
+					return pstrdup(reply.status);
+				status = AnswerFromLedger(sku, qty, order_id, batch_id, buyer_id);
+				if (status != NULL)
+					return status;
+				/* gone again meanwhile: as reserve() would */
+				return ReserveInOwnTransaction(sku, qty, order_id, batch_id,
+											   expires_at, buyer_id);
+			case EXPRESS_KEY_BUSY:
+				LedgerWaitForKey(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
+								 batch_id);
+				break;
+			case EXPRESS_BUYER_BUSY:
+				RulesWaitForBuyer(sku, buyer_id);
+				break;
+			case EXPRESS_TABLE_BUSY:
+				LedgerWaitForInsert();
+				break;
+			case EXPRESS_FAILED:
+				GiveBack();
+				ereport(ERROR,
+						(errcode(reply.sqlerrcode),
+						 errmsg_internal("%s", reply.message),
+						 reply.detail[0] ? errdetail_internal("%s", reply.detail) : 0,
+						 reply.hint[0] ? errhint("%s", reply.hint) : 0));
+				break;
+			case EXPRESS_NO_WRITER:
+				GiveBack();
+				return ReserveInOwnTransaction(sku, qty, order_id, batch_id,
+											   expires_at, buyer_id);
+		}
+	}
+}
+
+static const char *
+ReserveNow(text *sku, int64 qty, text *order_id, int32 batch_id,
+		   TimestampTz now, TimestampTz expires_at, text *buyer_id)
+{
+	InvSale		sale = {now, buyer_id != NULL};
+	InvKey		key;
+	InvView		view;
+	InvEntry   *entry = NULL;
+	InvAdmit	admit;
+	const char *status;
+
+	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
+	admit = EscrowAdmit(&key, &entry, qty, NULL, &sale, true, &view);
+	if (admit != INV_ADMIT_OK)
+	{
+		/* a replay of a reservation made earlier is a duplicate */
+		if (KeyFilterMaybe(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id), batch_id))
+		{
+			/* one in flight is waited for, as reserve() waits on the key */
+			LedgerWaitForKey(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
+							 batch_id);
+			status = AnswerFromLedger(sku, qty, order_id, batch_id, buyer_id);
+			if (status != NULL)
+				return status;
+		}
+		return RefusalStatus(admit);
+	}
+
+	if (!exit_callback_set)
+	{
+		before_shmem_exit(GiveBackAtExit, (Datum) 0);
+		exit_callback_set = true;
+	}
+	held_entry = entry;
+	held_qty = qty;
+	PG_TRY();
+	{
+		status = AnswerFromLedger(sku, qty, order_id, batch_id, buyer_id);
+		if (status != NULL)
+			GiveBack();
+		else
+			status = WriteThroughLane(sku, qty, order_id, batch_id, now,
+									  expires_at, buyer_id,
+									  view.rules.max_per_buyer);
+	}
+	PG_CATCH();
+	{
+		GiveBack();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return status;
+}
+
+PG_FUNCTION_INFO_V1(inventory_reserve_now);
+Datum
+inventory_reserve_now(PG_FUNCTION_ARGS)
+{
+	text	   *sku = ArgSku(fcinfo, 0);
+	int64		qty = ArgQuantity(fcinfo, 1, "qty", false);
+	text	   *order_id = ArgOrderId(fcinfo, 2);
+	int32		batch_id = ArgBatchId(fcinfo, 3);
+	TimestampTz now = GetCurrentStatementStartTimestamp();
+	TimestampTz expires_at = ExpiresAt(fcinfo, 4, now);
+	text	   *buyer_id = ArgBuyerId(fcinfo, 5);
+
+	CheckOwnCommit();
+	if (inv_max_express_writers == 0)
+		PG_RETURN_TEXT_P(cstring_to_text(ReserveInOwnTransaction(sku, qty, order_id,
+																 batch_id, expires_at,
+																 buyer_id)));
+	PG_RETURN_TEXT_P(cstring_to_text(ReserveNow(sku, qty, order_id, batch_id, now,
+												expires_at, buyer_id)));
+}
