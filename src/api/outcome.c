@@ -17,6 +17,7 @@
 #include "utils/typcache.h"
 
 #include "api/outcome.h"
+#include "shmem/express.h"
 #include "tables/catalog.h"
 #include "xact/pending.h"
 
@@ -185,6 +186,8 @@ OutcomeReplay(text *order_id, int32 batch_id, const LedgerRow *m,
 
 	if (m->kind != kind || !LedgerRowIsSku(m, sku) || other != qty || !same_buyer)
 		KeyReuseError(order_id, batch_id, m);
+	/* the movement may be an express writer's, committed but not yet flushed */
+	ExpressFlushCommitted();
 	OutcomeSetMovement(o, m);
 	o->ok = true;
 	o->status = "duplicate";

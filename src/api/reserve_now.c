@@ -103,7 +103,6 @@ CheckOwnCommit(void)
 /*
  * The answer of a call whose key is in the ledger: "duplicate", or the
  * key's reuse raised as reserve() raises it.  NULL if the key is not there.
- * The row's commit is made durable first: it may be an express writer's.
  */
 static const char *
 AnswerFromLedger(text *sku, int64 qty, text *order_id, int32 batch_id,
@@ -120,7 +119,6 @@ AnswerFromLedger(text *sku, int64 qty, text *order_id, int32 batch_id,
 		KeyFilterFalsePositive();
 		return NULL;
 	}
-	ExpressFlushCommitted();
 	OutcomeInit(&o, sku, qty);
 	OutcomeReplay(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty, buyer_id, &o);
 	return o.status;
