@@ -37,6 +37,7 @@
 
 #include "enforce/restore.h"
 #include "enforce/utility.h"
+#include "shmem/express.h"
 #include "shmem/pool.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
@@ -63,6 +64,7 @@ Pause(Oid dboid)
 		exit_hook_registered = true;
 	}
 	PoolPause(dboid);
+	ExpressDismissWriter(dboid);
 	paused_db = dboid;
 }
 

@@ -46,6 +46,8 @@
  */
 #include "postgres.h"
 
+#include <signal.h>
+
 #include "access/xlog.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -461,6 +463,29 @@ ExpressWriterDetach(int lane, Oid dboid)
 	}
 	SpinLockRelease(&express->mutex);
 	AnswerNoWriter(head);
+}
+
+/*
+ * A statement needs the database without connections (DROP DATABASE and
+ * the like): its writer, if it has one, is asked to leave.  Its callers
+ * are connections too, so none is queued.
+ */
+void
+ExpressDismissWriter(Oid dboid)
+{
+	pid_t		pid = 0;
+
+	if (express == NULL)
+		return;
+	SpinLockAcquire(&express->mutex);
+	for (int i = 0; i < express->nlanes; i++)
+	{
+		if (lanes[i].dboid == dboid)
+			pid = lanes[i].writer_pid;
+	}
+	SpinLockRelease(&express->mutex);
+	if (pid != 0)
+		kill(pid, SIGTERM);
 }
 
 const ExpressItem *
