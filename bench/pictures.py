@@ -127,7 +127,7 @@ def draw_ratios(targets, title, out):
         colour = PASS if verdict == "PASS" else MISS
         ax.barh(0, value, height=0.6, color=colour, alpha=0.85)
         ax.axvline(goal, color="black", lw=1.5, ls="--")
-        ax.set_xlim(0, max(value, goal) * 1.15)
+        ax.set_xlim(min(0, value) * 1.15, max(value, goal) * 1.15)
         ax.set_ylim(-0.35, 0.8)   # room above the bar for the target's value
         ax.text(goal, 0.78, f" {'≥' if op == '>=' else '≤'} {goal:,g}", va="top", fontsize=7.5)
         # the value as the report prints it, in a column of its own

@@ -109,6 +109,9 @@ NAMES = {
     "6": "6 inventory: reserve, {nskus} SKUs uniform",
     "7": "7 inventory: reserve + confirm/cancel/expire",
     "10": "10 inventory: reserve_many of {batch}, hot SKU (reservations/s)",
+    "13": "13 inventory: reserve_now, hot SKU, succeeds",
+    "13s": "13s inventory: reserve_now, hot SKU, sold out",
+    "13u": "13u inventory: reserve_now, {nskus} SKUs uniform",
     "11": "11 router: case 4 through inventory_router",
     "11b": "11b router: 11 on a SKU split over 2 buckets",
     "11c": "11c router: 11 on a SKU split over 4 buckets",
@@ -118,7 +121,8 @@ NAMES = {
 # each case's baseline in the table of every run
 BASE = {"1b": "1", "1k": "1", "1c": "1", "2a": "1", "2b": "1", "2c": "1", "2d": "1",
         "2e": "2d", "2f": "2d", "3": "1", "3d": "3", "4": "2b", "4b": "4", "5": "1",
-        "6": "2b", "7": "2b", "10": "3d", "11": "4", "11b": "11", "11c": "11",
+        "6": "2b", "7": "2b", "10": "3d", "13": "4", "13s": "5", "13u": "6",
+        "11": "4", "11b": "11", "11c": "11",
         "12": "5", "12c": "12"}
 ROUTER = ["11", "11b", "11c", "12", "12c"]
 
@@ -128,20 +132,26 @@ class Target:
     """A target, or a bound reported beside the targets (no goal).
 
     measure: "ratio" (TPS of case `of` over TPS of case `to`, at the target
-    client count), or one of case 8's and 9's figures: "expiry_rate" (rows
+    client count), "p99_ratio" (their 99th percentiles of latency, at the
+    target client count), "p50_extra" (case `of`'s median latency minus case
+    `to`'s, in ms, at 1 client), "bound" (case `of`'s TPS over the most a
+    call could reach if it cost a round trip with a key, case `to`, plus a
+    row written in a batch, case `also`, and nothing else), or one of case
+    8's and 9's figures: "expiry_rate" (rows
     per second), "load_ratio_fold", "load_ratio_vacuum" (LOAD-FULL over
     LOAD-EMPTY, medians of the restarts) and "bytes_per_sku".
     in_run: shown in the table of the run; rounds: its place in the table of
     rounds (0: not run in rounds), rounds_text its words there if other."""
 
     def __init__(self, text, of, to=None, op=None, goal=None, measure="ratio",
-                 in_run=True, rounds=0, rounds_text=None):
+                 in_run=True, rounds=0, rounds_text=None, also=None):
         self.text, self.of, self.to, self.op, self.goal = text, of, to, op, goal
         self.measure, self.in_run, self.rounds = measure, in_run, rounds
         self.rounds_text = rounds_text or text
+        self.also = also
 
     def cases(self):
-        return [c for c in (self.of, self.to) if c]
+        return [c for c in (self.of, self.to, self.also) if c]
 
 
 TARGETS = [
@@ -167,6 +177,22 @@ TARGETS = [
     Target("(case 10 / case 4: reservations/s in batches of {batch} against one reserve per call)",
            "10", "4"),
     Target("(case 3d / case 3: Redis durable against in memory)", "3d", "3"),
+    Target("case 13 ≥ 3× case 4 (reserve_now against reserve, one reservation per call)",
+           "13", "4", ">=", 3, rounds=8),
+    Target("case 13 ≥ 0.75× case 3d (reserve_now against durable Redis; stretch)",
+           "13", "3d", ">=", 0.75),
+    Target("(case 13 / the most a call can reach at the cost of a round trip with a key, case 1k,"
+           " and a row written in a batch, case 10, with a hand-off that costs nothing)",
+           "13", "1k", measure="bound", also="10"),
+    Target("case 13s ≥ 0.9× case 1 (reserve_now's sold-out refusal)", "13s", "1", ">=", 0.9,
+           rounds=9),
+    Target("(case 13s / case 1k: reserve_now's refusal against a round trip that carries its key)",
+           "13s", "1k", rounds=10),
+    Target("case 13 99th percentile latency ≤ case 4's (ratio ≤ 1)", "13", "4", "<=", 1,
+           measure="p99_ratio"),
+    Target("case 13 median latency at 1 client ≤ case 4's + 0.1 ms (ms more)", "13", "4", "<=", 0.1,
+           measure="p50_extra"),
+    Target("case 13u ≥ 2× case 6 (reserve_now over many SKUs)", "13u", "6", ">=", 2),
     Target("(case 2e / case 2d: the INSERT of the ledger's own row against the one-index"
            " INSERT, the most case 4 can reach)", "2e", "2d", in_run=False, rounds=6),
     Target("case 8 ≥ 20,000 rows/s", "8", op=">=", goal=20000, measure="expiry_rate"),
@@ -320,6 +346,10 @@ class Run:
         rec = self.m.get((case, c))
         return rec.get("latency_ms") if rec and rec.get("status") == "ok" else None
 
+    def pct(self, case, c, key):
+        rec = self.m.get((case, c))
+        return rec.get(key) if rec and rec.get("status") == "ok" else None
+
     def round_tps(self, case, r):
         rec = self.r.get((case, r))
         return self._scaled(case, rec.get("tps")) if rec and rec.get("status") == "ok" else None
@@ -344,6 +374,15 @@ class Run:
         """A target's value as the report shows it."""
         if t.measure == "ratio":
             return ratio(self.tps(t.of, self.tc), self.tps(t.to, self.tc))
+        if t.measure == "p99_ratio":
+            return ratio(self.pct(t.of, self.tc, "p99_ms"), self.pct(t.to, self.tc, "p99_ms"))
+        if t.measure == "p50_extra":
+            a, b = self.pct(t.of, 1, "p50_ms"), self.pct(t.to, 1, "p50_ms")
+            return f"{a - b:.3f}" if is_num(a) and is_num(b) else "—"
+        if t.measure == "bound":
+            a, b = self.tps(t.to, self.tc), self.tps(t.also, self.tc)
+            most = 1 / (1 / a + 1 / b) if is_num(a) and is_num(b) and a > 0 and b > 0 else None
+            return ratio(self.tps(t.of, self.tc), most)
         if t.measure == "expiry_rate":
             return fmt(self.expiry_rate())
         if t.measure.startswith("load_ratio_"):
@@ -544,6 +583,23 @@ def report(run, pictures, stem):
         L += table(["clients", "calls/s", "reservations/s", "mean latency of a call (ms)",
                     "case 3d calls/s", "ratio"], "rrrrrr", rows)
 
+    if run.want("13"):
+        add("")
+        add("## 13: the express lane")
+        add("")
+        add("One pgbench transaction is one call of `inventory.reserve_now`, one reservation of 1 unit of"
+            " HOT-NOW under a key of its own, committed by the database's express writer in a batch with"
+            " the calls that arrived meanwhile and durable when it answers; against case 4's `reserve()`,"
+            " a transaction per call, and case 3d's durable Redis. Latency percentiles from pgbench's"
+            " log of every transaction.")
+        add("")
+        rows = [[c, run.tps_cell("13", c), run.tps_cell("4", c), ratio(run.tps("13", c), run.tps("4", c)),
+                 run.tps_cell("3d", c), ratio(run.tps("13", c), run.tps("3d", c)),
+                 fmt(run.pct("13", c, "p50_ms"), 3), fmt(run.pct("4", c, "p50_ms"), 3),
+                 fmt(run.pct("13", c, "p99_ms"), 3), fmt(run.pct("4", c, "p99_ms"), 3)] for c in clients]
+        L += table(["clients", "case 13 calls/s", "case 4", "13 / 4", "case 3d", "13 / 3d",
+                    "p50 13 (ms)", "p50 4 (ms)", "p99 13 (ms)", "p99 4 (ms)"], "rrrrrrrrrr", rows)
+
     routed = [i for i in ROUTER if run.want(i)]
     if routed:
         lo = min(clients)
@@ -612,8 +668,9 @@ def judged(run):
         if not t.in_run or not run.want(*t.cases()):
             continue
         v = run.measure(t)
-        out.append({"text": run.text(t.text), "shown": v + ("×" if t.measure != "expiry_rate"
-                                                             and t.measure != "bytes_per_sku" else ""),
+        unit = "" if t.measure in ("expiry_rate", "bytes_per_sku") else \
+            " ms" if t.measure == "p50_extra" else "×"
+        out.append({"text": run.text(t.text), "shown": v + (unit if v != "—" else ""),
                     "value": shown(v), "op": t.op, "goal": t.goal, "verdict": verdict(v, t.op, t.goal)})
     return out
 

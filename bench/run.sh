@@ -92,7 +92,7 @@ SMOKE=0
 DURATION=
 CLIENTS=
 ROUNDS=
-ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 8 9 10 11 11b 11c 12 12c"
+ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 8 9 10 13 13s 13u 11 11b 11c 12 12c"
 CASES=$ALL_CASES
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -288,6 +288,9 @@ INSERT INTO inventory.sku (sku, on_hand)
 SELECT inventory.restock('LIFE-1', 1000000000000, 'stock-life');
 -- case 10: the same stock as HOT-1, for the batches
 SELECT inventory.restock('HOT-MANY', 1000000000000, 'stock-hot-many');
+-- cases 13 and 13s: the same as HOT-1 and SOLD-1, for the express lane
+SELECT inventory.restock('HOT-NOW', 1000000000000, 'stock-hot-now');
+INSERT INTO inventory.sku (sku, on_hand) VALUES ('SOLD-NOW', 0);
 
 -- case 8: waits until s has n units available, polling every 10 ms; returns
 -- the seconds since t0, NULL after timeout seconds.  Asks the cache: a query
@@ -316,7 +319,7 @@ SQL
 
 # The cases of the throughput targets, run again in rounds (see "rounds")
 RCASES=()
-for id in 1 1k 5 2b 2d 2e 4; do want "$id" && RCASES+=("$id"); done
+for id in 1 1k 5 2b 2d 2e 4 13 13s; do want "$id" && RCASES+=("$id"); done
 record settings smoke:="$([ "$SMOKE" -eq 1 ] && echo true || echo false)" \
 	duration_s:="$DURATION" warmup_s:="$WARMUP" clients[]:="$CLIENTS" cases[]="$CASES" \
 	all_cases[]="$ALL_CASES" rounds:="$ROUNDS" round_cases[]="${RCASES[*]}" \
@@ -337,11 +340,26 @@ PROCESSED=0          # transactions of the last run_case, warm-ups included
 
 # pgbench_once CLIENTS SECONDS LOG SCRIPT [PGBENCH ARGS...]: one run as the
 # postgres user; fails on an aborted client or a failed transaction.
+# With PGB_LAT=1, pgbench also logs every transaction's latency, next to
+# LOG, for percentiles().
 pgbench_once() {
-	local c=$1 t=$2 log=$3 script=$4
+	local c=$1 t=$2 log=$3 script=$4 lat=()
 	shift 4
-	inv_as_pg pgbench -n -M prepared -j 2 -c "$c" -T "$t" -f "$DIR/sql/$script" "$@" "${PGB_DB:-bench}" >"$log" 2>&1 &&
+	if [ "${PGB_LAT:-0}" -eq 1 ]; then
+		rm -f "$log".lat.*
+		lat=(-l --log-prefix="$log.lat")
+	fi
+	(cd "$DIR" && inv_as_pg pgbench -n -M prepared -j 2 -c "$c" -T "$t" "${lat[@]}" \
+		-f "$DIR/sql/$script" "$@" "${PGB_DB:-bench}") >"$log" 2>&1 &&
 		grep -q '^tps = ' "$log" && ! grep -qE '^number of failed transactions: [1-9]' "$log"
+}
+# percentiles LOG: "P50 P99" in ms of the transactions pgbench_once logged
+percentiles() {
+	cat "$1".lat.* 2>/dev/null | awk '{ print $3 }' | sort -n |
+		awk '{ v[NR] = $1 } END { if (NR == 0) exit;
+			i50 = int(NR * 0.50); if (i50 < 1) i50 = 1;
+			i99 = int(NR * 0.99); if (i99 < 1) i99 = 1;
+			printf "%.3f %.3f\n", v[i50] / 1000, v[i99] / 1000 }'
 }
 # the figures of a pgbench log
 tps() { sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$1"; }
@@ -377,9 +395,14 @@ run_case() {
 			continue
 		fi
 		PROCESSED=$((PROCESSED + $(processed "$log")))
+		local pct=() p50 p99
+		if [ "${PGB_LAT:-0}" -eq 1 ] && read -r p50 p99 < <(percentiles "$log"); then
+			pct=(p50_ms:="$p50" p99_ms:="$p99")
+			rm -f "$log".lat.*
+		fi
 		record measurement case="$id" clients:="$c" status=ok tps:="$(tps "$log")" \
 			latency_ms:="$(latency "$log")" transactions:="$(processed "$log")" \
-			warmup_transactions:="$warm"
+			warmup_transactions:="$warm" "${pct[@]}"
 	done
 }
 
@@ -517,7 +540,7 @@ fi
 # ---------------------------------------------------------------- case 4-7
 if want 4; then
 	before=$(ledger_rows "sku = 'HOT-1'")
-	run_case 4 reserve.sql -D sku=HOT-1 -D prefix=o4-
+	PGB_LAT=1 run_case 4 reserve.sql -D sku=HOT-1 -D prefix=o4-
 	after=$(ledger_rows "sku = 'HOT-1'")
 	check "case 4: one ledger row per reserve ($PROCESSED calls, $((after - before)) rows)" \
 		"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
@@ -659,6 +682,32 @@ if want 10; then
 		"$([ $((avail_before - avail_after)) -eq $((BATCH * PROCESSED)) ] && echo t)"
 fi
 
+# ---------------------------------------------------------------- case 13: the express lane
+# reserve_now(), one reservation per call: on a hot SKU (13), sold out
+# (13s), and over NSKUS SKUs (13u), against reserve() in cases 4, 5 and 6.
+if want 13; then
+	before=$(ledger_rows "sku = 'HOT-NOW'")
+	PGB_LAT=1 run_case 13 reserve_now.sql -D sku=HOT-NOW -D prefix=o13-
+	after=$(ledger_rows "sku = 'HOT-NOW'")
+	check "case 13: one ledger row per call ($PROCESSED calls, $((after - before)) rows)" \
+		"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
+	check "case 13: the calls were written by the express writer in batches ($(sql "SELECT coalesce(sum(rows), 0) || ' rows in ' || coalesce(sum(batches), 0) || ' batches, ' || inventory.express_fallbacks() || ' in their own transaction' FROM inventory.express_status"))" \
+		"$(sql "SELECT coalesce(sum(rows), 0) >= $((after - before)) AND inventory.express_fallbacks() = 0 FROM inventory.express_status")"
+	inv_log "express lane: $(sql "SELECT rows_per_batch::numeric(10,1) || ' rows per batch, ' || sent_back || ' sent back' FROM inventory.express_status WHERE datname = 'bench'")"
+fi
+if want 13s; then
+	run_case 13s reserve_now.sql -D sku=SOLD-NOW -D prefix=o13s-
+	check "case 13s: refused calls wrote no ledger row" \
+		"$([ "$(ledger_rows "sku = 'SOLD-NOW'")" -eq 0 ] && echo t)"
+fi
+if want 13u; then
+	before=$(ledger_rows "sku LIKE 'U-%'")
+	run_case 13u reserve_now_skus.sql -D nskus=$NSKUS
+	after=$(ledger_rows "sku LIKE 'U-%'")
+	check "case 13u: one ledger row per call ($PROCESSED calls, $((after - before)) rows)" \
+		"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
+fi
+
 # ---------------------------------------------------------------- rounds
 # The cases of the throughput targets again, ROUNDS times in turn at TC
 # clients.  The load of a shared machine drifts over the minutes between a
@@ -674,7 +723,9 @@ declare -A RARGS=(
 	[2b]="sql_update_ledger.sql -D sku=HOT"
 	[2d]="sql_ledger.sql -D sku=HOT"
 	[2e]="sql_ledger3.sql -D sku=HOT"
-	[4]="reserve.sql -D sku=HOT-1 -D prefix=o4r-")
+	[4]="reserve.sql -D sku=HOT-1 -D prefix=o4r-"
+	[13]="reserve_now.sql -D sku=HOT-NOW -D prefix=o13r-"
+	[13s]="reserve_now.sql -D sku=SOLD-NOW -D prefix=o13sr-")
 for r in $(seq "$ROUNDS"); do
 	for id in "${RCASES[@]}"; do
 		inv_log "round $r: case $id, $TC clients"
