@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/demo.sh [--smoke] [--nodes N] [BUYERS] [UNITS] [CLIENTS] -- one
-# flash sale, sold three ways, or through a router over N nodes.
+# flash sale, sold four ways, or through a router over N nodes.
 #
 # Starts a scratch cluster with the extension preloaded and runs the same
-# flash sale on it three times, one after the other, each in a database of
+# flash sale on it four times, one after the other, each in a database of
 # its own: one SKU with UNITS units, BUYERS buyers racing for them over
 # CLIENTS connections (pgbench -M prepared).  Every buyer, in one
 # transaction, takes one unit and, if they got one, pays (nine in ten) or
@@ -18,10 +18,14 @@
 #                       qty >= 1, and the order when a row was updated
 #                       (bench/sql/demo_update.sql).  Correct, but every buyer
 #                       waits for the lock of the one hot row.
-#   inventory           inventory.reserve, then confirm or cancel
-#                       (bench/sql/buyer.sql).  Correct and fast.
+#   inventory           inventory.reserve, then confirm or cancel, in one
+#                       transaction (bench/sql/buyer.sql).  Correct and fast.
+#   reserve_now         inventory.reserve_now, the express lane: the
+#                       reservation committed with the other buyers' of the
+#                       moment, then confirm or cancel in a transaction of
+#                       its own (bench/sql/buyer_now.sql).
 #
-# Prints each round's progress every second, then one table with the three
+# Prints each round's progress every second, then one table with the four
 # side by side: units stocked, sold, oversold (sold beyond stock), buyers
 # served per second (pgbench's TPS) and the p99 latency (from pgbench's
 # per-transaction logs); then the checks.  Removes the cluster at the end.
@@ -74,8 +78,8 @@ for n in "$BUYERS" "$UNITS" "$CLIENTS"; do [[ $n =~ ^[1-9][0-9]*$ ]] || usage; d
 
 # the three ways, each a database and a buyer's script; every array below
 # is indexed like these
-WAYS=(read_check_write conditional_update inventory)
-SCRIPTS=(demo_read_check_write.sql demo_update.sql buyer.sql)
+WAYS=(read_check_write conditional_update inventory inventory_now)
+SCRIPTS=(demo_read_check_write.sql demo_update.sql buyer.sql buyer_now.sql)
 
 inv_setup
 
@@ -202,9 +206,11 @@ CREATE TABLE orders (order_id text PRIMARY KEY, sku text NOT NULL,
 INSERT INTO stock VALUES ('FLASH-1', $UNITS);
 SQL
 done
-psql_in inventory -c 'CREATE EXTENSION inventory' \
-	-c "SELECT inventory.restock('FLASH-1', $UNITS, 'delivery-1')" >/dev/null ||
-	inv_die "setting up inventory failed"
+for db in "${WAYS[@]:2:2}"; do
+	psql_in "$db" -c 'CREATE EXTENSION inventory' \
+		-c "SELECT inventory.restock('FLASH-1', $UNITS, 'delivery-1')" >/dev/null ||
+		inv_die "setting up $db failed"
+done
 
 TPS=() P99=() SOLD=() LEFT=() AWAY=() OVER=()
 
@@ -225,7 +231,7 @@ sale() {
 	P99[$1]=$(p99_ms "$DIR/latency-$db") || inv_die "the latency logs of $db do not hold its $TOTAL buyers"
 }
 
-for i in 0 1 2; do sale "$i"; done
+for i in 0 1 2 3; do sale "$i"; done
 
 # what each way sold, and what its own count says is left for sale
 for i in 0 1; do
@@ -236,24 +242,27 @@ SELECT (SELECT count(*) FROM orders WHERE status = 'paid'),
 SQL
 	)
 done
-IFS='|' read -r 'SOLD[2]' 'LEFT[2]' 'AWAY[2]' NEGATIVE DIFFS < <(psql_in inventory -At <<SQL
+NEGATIVE=() DIFFS=()
+for i in 2 3; do
+	IFS='|' read -r "SOLD[$i]" "LEFT[$i]" "AWAY[$i]" "NEGATIVE[$i]" "DIFFS[$i]" < <(psql_in "${WAYS[$i]}" -At <<SQL
 SELECT (SELECT count(*) FROM inventory.ledger WHERE kind = 'reserve' AND state = 'CONFIRMED'),
        (SELECT available FROM inventory.stock WHERE sku = 'FLASH-1'),
        $TOTAL - (SELECT count(*) FROM inventory.ledger WHERE kind = 'reserve'),
        (SELECT bool_or(on_hand < 0 OR reserved > on_hand) FROM inventory.stock),
        (SELECT count(*) FROM inventory.verify());
 SQL
-)
-for i in 0 1 2; do
+	)
+done
+for i in 0 1 2 3; do
 	[[ ${SOLD[$i]:-} =~ ^[0-9]+$ ]] || inv_die "could not count the sales of ${WAYS[$i]}"
 	OVER[i]=$(( SOLD[i] > UNITS ? SOLD[i] - UNITS : 0 ))
 done
 
 echo
 echo "Summary: $TOTAL buyers, $UNITS units, $CLIENTS connections"
-row() { printf '  %-26s %18s %20s %11s\n' "$@"; }
-row '' read-check-write 'conditional UPDATE' inventory
-row 'units stocked' "$UNITS" "$UNITS" "$UNITS"
+row() { printf '  %-26s %18s %20s %11s %13s\n' "$@"; }
+row '' read-check-write 'conditional UPDATE' inventory reserve_now
+row 'units stocked' "$UNITS" "$UNITS" "$UNITS" "$UNITS"
 row 'units sold' "${SOLD[@]}"
 row 'oversold' "${OVER[@]}"
 row 'left for sale (own count)' "${LEFT[@]}"
@@ -271,15 +280,18 @@ check() {   # check WHAT TEST...: prints one check, remembers a failure
 	else printf '  %-44s NO\n' "$what"; FAILED=1; fi
 }
 check 'conditional UPDATE sold at most what it had' [ "${OVER[1]}" -eq 0 ]
-check 'inventory sold at most what it had' [ "${OVER[2]}" -eq 0 ]
-check 'inventory stock never below zero' [ "$NEGATIVE" = f ]
-check 'inventory cache = tables (verify())' [ "$DIFFS" = 0 ]
-if [ "$TOTAL" -ge $((2 * UNITS + CLIENTS)) ]; then
-	check 'inventory sold every unit' [ "${SOLD[2]}" -eq "$UNITS" ]
-else
-	printf '  %-44s %s\n' 'inventory sold every unit' \
-		"not checked: fewer than 2 x $UNITS + $CLIENTS buyers"
-fi
+for i in 2 3; do
+	way=${WAYS[$i]/inventory_now/reserve_now}
+	check "$way sold at most what it had" [ "${OVER[$i]}" -eq 0 ]
+	check "$way stock never below zero" [ "${NEGATIVE[$i]}" = f ]
+	check "$way cache = tables (verify())" [ "${DIFFS[$i]}" = 0 ]
+	if [ "$TOTAL" -ge $((2 * UNITS + CLIENTS)) ]; then
+		check "$way sold every unit" [ "${SOLD[$i]}" -eq "$UNITS" ]
+	else
+		printf '  %-44s %s\n' "$way sold every unit" \
+			"not checked: fewer than 2 x $UNITS + $CLIENTS buyers"
+	fi
+done
 # read-check-write loses updates: its own count may promise units it does not have
 PHANTOM=$(( SOLD[0] + LEFT[0] - UNITS ))
 if [ "${OVER[0]}" -gt 0 ]; then
