@@ -1,8 +1,10 @@
--- privileges.sql: the application role may reserve, confirm, cancel,
--- extend and read availability and stock, and nothing else; the
--- administrator role may also restock, adjust, verify, expire, fold, read
--- and reset the statistics and write the tables; PUBLIC gets nothing but
--- the state type.  No hostile object on the caller's search_path is ever
+-- privileges.sql: the application role may reserve (reserve_now included),
+-- confirm, cancel, extend and read availability and stock, and nothing
+-- else; the administrator role may also restock, adjust, verify, expire,
+-- fold, read and reset the statistics, read the express lane's status and
+-- write the tables; PUBLIC gets nothing but the state type.  reserve_now()
+-- is refused inside this file's transaction (25001), after the check of
+-- privileges: that error says the role may call it.  No hostile object on the caller's search_path is ever
 -- used by the functions, which run as their owner.  Everything happens in
 -- one transaction that is rolled back, roles included.
 
@@ -20,7 +22,7 @@ INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 VALUES (:'p' || 'late', 1, 'reserve', :'p' || 'E', 1, now() - interval '1 minute');
 
 BEGIN;
-SELECT plan(62);
+SELECT plan(72);
 
 CREATE ROLE inv_test_app IN ROLE inventory_app;
 CREATE ROLE inv_test_admin IN ROLE inventory_admin;
@@ -33,6 +35,8 @@ SET ROLE inv_test_app;
 
 SELECT is((inventory.reserve(pg_temp.n('A'), 2, pg_temp.n('o1'))).status, 'ok', 'app: reserve');
 SELECT is((inventory.confirm(pg_temp.n('o1'))).status, 'ok', 'app: confirm');
+SELECT throws_ok($$SELECT inventory.reserve_now(pg_temp.n('A'), 1, pg_temp.n('n1'))$$, '25001', NULL,
+				 'app: reserve_now (refused here for the transaction block only)');
 SELECT is((inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('o2'))).status, 'ok', 'app: reserve again');
 SELECT is((inventory.extend(pg_temp.n('o2'), 1, '1 hour')).status, 'ok', 'app: extend');
 SELECT is((inventory.cancel(pg_temp.n('o2'))).status, 'ok', 'app: cancel');
@@ -51,6 +55,9 @@ SELECT throws_ok($$SELECT inventory.stats_reset()$$, '42501', NULL, 'app: no sta
 SELECT throws_ok($$SELECT * FROM inventory.sku_stats$$, '42501', NULL, 'app: no sku_stats');
 SELECT throws_ok($$SELECT * FROM inventory.cache_info()$$, '42501', NULL, 'app: no cache_info');
 SELECT throws_ok($$SELECT * FROM inventory.worker_status$$, '42501', NULL, 'app: no worker_status');
+SELECT throws_ok($$SELECT * FROM inventory.express_status$$, '42501', NULL, 'app: no express_status');
+SELECT throws_ok($$SELECT * FROM inventory.express_status()$$, '42501', NULL, 'app: no express_status()');
+SELECT throws_ok($$SELECT inventory.express_fallbacks()$$, '42501', NULL, 'app: no express_fallbacks');
 SELECT throws_ok($$SELECT * FROM inventory.ledger$$, '42501', NULL, 'app: cannot read the ledger');
 SELECT throws_ok($$SELECT * FROM inventory.sku$$, '42501', NULL, 'app: cannot read inventory.sku');
 SELECT throws_ok($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty) VALUES (pg_temp.n('x'), 1, 'restock', pg_temp.n('A'), 5)$$,
@@ -74,6 +81,8 @@ SET ROLE inv_test_public;
 SELECT is('confirmed'::inventory.state::text, 'CONFIRMED', 'public: uses the state type');
 SELECT is(inventory.can_transition('PENDING', 'EXPIRED'), true, 'public: can_transition');
 SELECT throws_ok($$SELECT inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('p1'))$$, '42501', NULL, 'public: no reserve');
+SELECT throws_ok($$SELECT inventory.reserve_now(pg_temp.n('A'), 1, pg_temp.n('p2'))$$, '42501', NULL, 'public: no reserve_now');
+SELECT throws_ok($$SELECT * FROM inventory.express_status$$, '42501', NULL, 'public: no express_status');
 SELECT throws_ok($$SELECT inventory.confirm(pg_temp.n('o1'))$$, '42501', NULL, 'public: no confirm');
 SELECT throws_ok($$SELECT inventory.available(pg_temp.n('A'))$$, '42501', NULL, 'public: no available');
 SELECT throws_ok($$SELECT * FROM inventory.stock$$, '42501', NULL, 'public: no inventory.stock');
@@ -87,6 +96,8 @@ RESET ROLE;
 SET ROLE inv_test_admin;
 
 SELECT is((inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('a1'))).status, 'ok', 'admin: reserve (as an application)');
+SELECT throws_ok($$SELECT inventory.reserve_now(pg_temp.n('A'), 1, pg_temp.n('a3'))$$, '25001', NULL,
+				 'admin: reserve_now (as an application; refused here for the transaction block only)');
 SELECT is((inventory.restock(pg_temp.n('A'), 5, pg_temp.n('r3'))).status, 'ok', 'admin: restock');
 SELECT is((inventory.withdraw(pg_temp.n('A'), 1, pg_temp.n('w2'))).status, 'ok', 'admin: withdraw');
 SELECT is((inventory.adjust(pg_temp.n('A'), 20, pg_temp.n('c2'))).status, 'ok', 'admin: adjust');
@@ -97,6 +108,9 @@ SELECT lives_ok($$SELECT inventory.stats_reset()$$, 'admin: stats_reset');
 SELECT is((SELECT count(*) FROM inventory.sku_stats WHERE sku = pg_temp.n('A')), 1::bigint, 'admin: sku_stats');
 SELECT lives_ok($$SELECT * FROM inventory.cache_info()$$, 'admin: cache_info');
 SELECT lives_ok($$SELECT * FROM inventory.worker_status$$, 'admin: worker_status');
+SELECT lives_ok($$SELECT * FROM inventory.express_status$$, 'admin: express_status');
+SELECT lives_ok($$SELECT * FROM inventory.express_status()$$, 'admin: express_status()');
+SELECT lives_ok($$SELECT inventory.express_fallbacks()$$, 'admin: express_fallbacks');
 SELECT lives_ok($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty) VALUES (pg_temp.n('a2'), 1, 'restock', pg_temp.n('A'), 5)$$,
 				'admin: direct INSERT into the ledger');
 SELECT throws_ok($$UPDATE inventory.ledger SET state = 'PENDING' WHERE order_id = pg_temp.n('o1')$$,

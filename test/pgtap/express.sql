@@ -1,0 +1,228 @@
+-- express.sql: reserve_now(), the express lane, as declared and as its
+-- caller sees it.  The function is not SECURITY DEFINER (the express
+-- writer writes the row; without a writer the call runs as the ledger's
+-- owner, as reserve() does), VOLATILE, PARALLEL UNSAFE and not STRICT;
+-- only inventory_app may call it, and only inventory_admin may read
+-- express_status and express_fallbacks().  A call answered from shared
+-- memory or from a committed row -- insufficient, unknown_sku,
+-- not_on_sale, buyer_required, duplicate -- and one the writer refuses
+-- (limit_exceeded) writes nothing: no transaction id and no WAL record in
+-- the caller, no ledger row, no units kept.  An 'ok' is written by the
+-- writer: the caller takes no transaction id and writes no WAL either.  A
+-- role with inventory_app, which cannot write the ledger itself, reserves
+-- through it.
+--
+-- reserve_now() commits on its own and is refused inside a transaction
+-- block and in a subtransaction, so every call here runs in autocommit,
+-- and "writes nothing" is measured by pg_temp.probe in the call's own
+-- statement, before pgTAP writes its bookkeeping.  A call that reads rows
+-- (a replay's, an unknown SKU's) may prune their heap page, which writes
+-- WAL as any read may: VACUUM goes first.  SKUs and keys carry a prefix
+-- unique to this run; the reservations left behind are settled at the end.
+
+\set name express
+\ir lib/setup.sql
+
+-- reserve_now() with this run's names, for an hour, under pg_temp.probe:
+-- its status, and whether the call took a transaction id or wrote WAL
+CREATE FUNCTION pg_temp.now_try(s text, q bigint, o text, buyer text DEFAULT NULL)
+RETURNS text LANGUAGE sql
+AS $$ SELECT pg_temp.probe(format('SELECT set_config(%L, inventory.reserve_now(%L, %s, %L, 1, %L, %L), false)',
+								   'inventory_test.answer', pg_temp.n(s), q, pg_temp.n(o), '1 hour', buyer)) $$;
+
+-- ledger rows under a key of this run
+CREATE FUNCTION pg_temp.rows(o text) RETURNS bigint LANGUAGE sql STABLE
+AS $$ SELECT count(*) FROM inventory.ledger WHERE order_id = pg_temp.n(o) $$;
+
+-- a ledger row as text: every column but folded, which the background
+-- worker may set at any moment without changing the movement
+CREATE FUNCTION pg_temp.row_of(o text) RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT coalesce((SELECT (l.order_id, l.batch_id, l.kind, l.sku, l.qty, l.counted, l.state,
+									l.buyer_id, l.created_at, l.expires_at, l.settled_at)::text
+						 FROM inventory.ledger l WHERE order_id = pg_temp.n(o) AND batch_id = 1), 'no row') $$;
+
+\set sig 'inventory.reserve_now(text, bigint, text, integer, interval, text)'
+\set args '{text,bigint,text,integer,interval,text}'
+
+SELECT plan(67);
+
+------------------------------------------------------------------------------
+-- as declared
+------------------------------------------------------------------------------
+
+SELECT has_function('inventory', 'reserve_now', :'args'::name[], 'reserve_now() exists');
+SELECT function_returns('inventory', 'reserve_now', :'args'::name[], 'text', 'reserve_now() answers a status, as text');
+SELECT isnt_definer('inventory', 'reserve_now', :'args'::name[], 'reserve_now() is not SECURITY DEFINER');
+SELECT volatility_is('inventory', 'reserve_now', :'args'::name[], 'volatile', 'reserve_now() is VOLATILE');
+SELECT is((SELECT proparallel FROM pg_proc WHERE oid = :'sig'::regprocedure), 'u'::"char",
+		  'reserve_now() is PARALLEL UNSAFE');
+SELECT isnt_strict('inventory', 'reserve_now', :'args'::name[],
+				   'reserve_now() is not STRICT: a NULL argument is an error, not a NULL answer');
+SELECT is(pg_get_function_arguments(:'sig'::regprocedure),
+		  'sku text, qty bigint, order_id text, batch_id integer DEFAULT 1, ttl interval DEFAULT NULL::interval, buyer_id text DEFAULT NULL::text',
+		  'reserve_now() takes reserve()''s arguments, but expected_version, with its defaults');
+SELECT function_privs_are('inventory', 'reserve_now', :'args'::name[], 'inventory_app', ARRAY['EXECUTE'],
+						  'inventory_app may call reserve_now()');
+SELECT function_privs_are('inventory', 'reserve_now', :'args'::name[], 'public', ARRAY[]::text[],
+						  'PUBLIC may not call reserve_now()');
+
+SELECT function_returns('inventory', 'express_status', ARRAY[]::name[], 'setof record',
+						'express_status() returns a row per database');
+SELECT has_view('inventory', 'express_status', 'the view inventory.express_status exists');
+SELECT columns_are('inventory', 'express_status',
+				   ARRAY['datid', 'datname', 'writer_pid', 'started_at', 'queued', 'batches', 'rows',
+						 'rows_per_batch', 'max_batch', 'sent_back', 'failed'],
+				   'express_status has its columns');
+SELECT is((SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+			 FROM pg_attribute a WHERE a.attrelid = 'inventory.express_status'::regclass AND a.attnum > 0),
+		  'datid oid, datname text, writer_pid integer, started_at timestamp with time zone, queued integer, batches bigint, rows bigint, rows_per_batch double precision, max_batch bigint, sent_back bigint, failed bigint',
+		  'express_status''s columns have their types');
+SELECT function_privs_are('inventory', 'express_status', ARRAY[]::name[], 'inventory_admin', ARRAY['EXECUTE'],
+						  'inventory_admin may call express_status()');
+SELECT function_privs_are('inventory', 'express_status', ARRAY[]::name[], 'inventory_app', ARRAY[]::text[],
+						  'inventory_app may not call express_status()');
+SELECT table_privs_are('inventory', 'express_status', 'inventory_admin', ARRAY['SELECT'],
+					   'inventory_admin may read the view express_status');
+SELECT table_privs_are('inventory', 'express_status', 'inventory_app', ARRAY[]::text[],
+					   'inventory_app may not read the view express_status');
+SELECT function_returns('inventory', 'express_fallbacks', ARRAY[]::name[], 'bigint',
+						'express_fallbacks() is a bigint');
+SELECT function_privs_are('inventory', 'express_fallbacks', ARRAY[]::name[], 'inventory_admin', ARRAY['EXECUTE'],
+						  'inventory_admin may call express_fallbacks()');
+SELECT function_privs_are('inventory', 'express_fallbacks', ARRAY[]::name[], 'inventory_app', ARRAY[]::text[],
+						  'inventory_app may not call express_fallbacks()');
+
+------------------------------------------------------------------------------
+-- setup (committed): A has 5 units, B 1, L a limit of 2 per buyer, W a sale
+-- window that has not begun
+------------------------------------------------------------------------------
+
+SELECT is((inventory.restock(pg_temp.n('A'), 5, pg_temp.n('rA'))).status, 'ok', 'setup: restock A 5');
+SELECT is((inventory.restock(pg_temp.n('B'), 1, pg_temp.n('rB'))).status, 'ok', 'setup: restock B 1');
+SELECT is((inventory.restock(pg_temp.n('L'), 10, pg_temp.n('rL'))).status, 'ok', 'setup: restock L 10');
+SELECT lives_ok(format('SELECT inventory.set_rules(%L, max_per_buyer => 2)', pg_temp.n('L')),
+				'setup: L has a limit of 2 per buyer');
+SELECT is((inventory.restock(pg_temp.n('W'), 10, pg_temp.n('rW'))).status, 'ok', 'setup: restock W 10');
+SELECT lives_ok(format('SELECT inventory.set_rules(%L, sale_starts => now() + interval ''1 day'')', pg_temp.n('W')),
+				'setup: W goes on sale tomorrow');
+SELECT inventory.express_fallbacks() AS fallbacks_before \gset
+-- no page left for a read to prune: the other files have updated rows
+VACUUM inventory.ledger, inventory.sku;
+
+------------------------------------------------------------------------------
+-- the probe sees what a call writes: a restock takes a transaction id and
+-- writes WAL in the caller
+------------------------------------------------------------------------------
+
+SELECT is(pg_temp.probe(format('SELECT set_config(%L, (inventory.restock(%L, 1, %L)).status, false)',
+							   'inventory_test.answer', pg_temp.n('A'), pg_temp.n('rA2'))),
+		  'ok xid=taken wal=written', 'the probe sees a restock''s transaction id and WAL');
+
+------------------------------------------------------------------------------
+-- refusals decided in shared memory: no transaction id, no WAL, no row,
+-- nothing held
+------------------------------------------------------------------------------
+
+SELECT is(pg_temp.now_try('A', 7, 'ins'), 'insufficient xid=none wal=none', 'insufficient: nothing written');
+SELECT is(pg_temp.rows('ins'), 0::bigint, 'insufficient: no ledger row');
+SELECT is(inventory.available(pg_temp.n('A')), 6::bigint, 'insufficient: no units kept');
+
+SELECT is(pg_temp.now_try('NOPE', 1, 'unk'), 'unknown_sku xid=none wal=none', 'unknown_sku: nothing written');
+SELECT is(pg_temp.rows('unk'), 0::bigint, 'unknown_sku: no ledger row');
+SELECT is((SELECT count(*) FROM inventory.sku WHERE sku = pg_temp.n('NOPE')), 0::bigint, 'unknown_sku: no SKU row');
+
+SELECT is(pg_temp.now_try('W', 1, 'early'), 'not_on_sale xid=none wal=none', 'not_on_sale: nothing written');
+SELECT is(pg_temp.rows('early'), 0::bigint, 'not_on_sale: no ledger row');
+SELECT is(inventory.available(pg_temp.n('W')), 10::bigint, 'not_on_sale: no units kept');
+
+SELECT is(pg_temp.now_try('L', 1, 'anon'), 'buyer_required xid=none wal=none', 'buyer_required: nothing written');
+SELECT is(pg_temp.rows('anon'), 0::bigint, 'buyer_required: no ledger row');
+SELECT is(inventory.available(pg_temp.n('L')), 10::bigint, 'buyer_required: no units kept');
+
+------------------------------------------------------------------------------
+-- ok: written by the express writer, not in the caller's transaction
+------------------------------------------------------------------------------
+
+SELECT is(pg_temp.now_try('A', 2, 'ok1'), 'ok xid=none wal=none',
+		  'ok: the caller takes no transaction id and writes no WAL');
+SELECT is(pg_temp.rows('ok1'), 1::bigint, 'ok: the row is in the ledger at once');
+SELECT is(inventory.available(pg_temp.n('A')), 4::bigint, 'ok: its units are taken');
+SELECT is(pg_temp.now_try('B', 1, 'bsold'), 'ok xid=none wal=none', 'ok: the last unit of B');
+SELECT is(inventory.express_fallbacks() - :fallbacks_before, 0::bigint,
+		  'the calls had a writer: none reserved in its own transaction');
+
+------------------------------------------------------------------------------
+-- replays and the writer's refusals write nothing either
+------------------------------------------------------------------------------
+
+VACUUM inventory.ledger;
+SELECT pg_temp.row_of('ok1') AS ok1_row, pg_temp.row_of('bsold') AS bsold_row \gset
+SELECT is(pg_temp.now_try('A', 2, 'ok1'), 'duplicate xid=none wal=none', 'duplicate (stock available): nothing written');
+SELECT is(pg_temp.row_of('ok1'), :'ok1_row', 'duplicate (stock available): the row is untouched');
+SELECT is(inventory.available(pg_temp.n('A')), 4::bigint, 'duplicate (stock available): no units kept');
+SELECT is(pg_temp.now_try('B', 1, 'bsold'), 'duplicate xid=none wal=none', 'duplicate (sold out): nothing written');
+SELECT is(pg_temp.row_of('bsold'), :'bsold_row', 'duplicate (sold out): the row is untouched');
+
+SELECT is(pg_temp.now_try('L', 2, 'ann1', 'ann'), 'ok xid=none wal=none', 'ann reserves her 2 units');
+SELECT is(pg_temp.now_try('L', 1, 'ann2', 'ann'), 'limit_exceeded xid=none wal=none',
+		  'limit_exceeded, decided by the writer: nothing written in the caller');
+SELECT is(pg_temp.rows('ann2'), 0::bigint, 'limit_exceeded: no ledger row');
+SELECT is(inventory.available(pg_temp.n('L')), 8::bigint, 'limit_exceeded: no units kept');
+
+------------------------------------------------------------------------------
+-- refused inside a transaction block, before anything is held
+------------------------------------------------------------------------------
+
+BEGIN;
+SELECT throws_ok(format('SELECT inventory.reserve_now(%L, 1, %L)', pg_temp.n('A'), pg_temp.n('blk')),
+				 '25001', 'inventory.reserve_now() cannot run inside a transaction block',
+				 'inside a transaction block: 25001');
+SELECT is(inventory.available(pg_temp.n('A')), 4::bigint, 'inside a transaction block: no units held');
+COMMIT;
+SELECT is(pg_temp.rows('blk'), 0::bigint, 'inside a transaction block: no ledger row');
+
+------------------------------------------------------------------------------
+-- roles: an application reserves through the writer; others may not call
+------------------------------------------------------------------------------
+
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'inv_test_express_app') THEN
+		CREATE ROLE inv_test_express_app IN ROLE inventory_app;
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'inv_test_express_none') THEN
+		CREATE ROLE inv_test_express_none;
+	END IF;
+END $$;
+SELECT is(has_table_privilege('inv_test_express_app', 'inventory.ledger', 'INSERT'), false,
+		  'the application role cannot write the ledger itself');
+SET ROLE inv_test_express_app;
+SELECT inventory.reserve_now(:'prefix' || 'A', 1, :'prefix' || 'app1') AS app_status \gset
+RESET ROLE;
+SELECT is(:'app_status'::text, 'ok', 'an application role reserves with reserve_now()');
+SELECT is((SELECT format('%s %s %s', kind, qty, state) FROM inventory.ledger WHERE order_id = pg_temp.n('app1')),
+		  'reserve 1 PENDING', 'its reservation is in the ledger');
+SET ROLE inv_test_express_none;
+SELECT throws_ok(format('SELECT inventory.reserve_now(%L, 1, %L)', :'prefix' || 'A', :'prefix' || 'none1'),
+				 '42501', NULL, 'a role without inventory_app may not call reserve_now()');
+SELECT throws_ok('SELECT * FROM inventory.express_status', '42501', NULL,
+				 'a role without inventory_admin may not read express_status');
+RESET ROLE;
+SELECT is(pg_temp.rows('none1'), 0::bigint, 'the refused role wrote nothing');
+DROP ROLE inv_test_express_app;
+DROP ROLE inv_test_express_none;
+
+------------------------------------------------------------------------------
+-- the writer of this database
+------------------------------------------------------------------------------
+
+SELECT ok((SELECT writer_pid IS NOT NULL AND rows >= 4 AND failed = 0
+			 FROM inventory.express_status WHERE datname = current_database()),
+		  'express_status shows this database''s writer and its rows');
+SELECT is((SELECT backend_type FROM pg_stat_activity
+			WHERE pid = (SELECT writer_pid FROM inventory.express_status WHERE datname = current_database())),
+		  'inventory express writer', 'its writer is a background worker of its own');
+
+\ir lib/settle.sql
+
+SELECT * FROM finish();
