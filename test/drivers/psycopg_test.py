@@ -5,7 +5,9 @@ an application receives (types, the result row, the state type in text and
 binary), what it can pass (lists, timedelta, None), how errors reach it
 (SQLSTATE, detail, hint), transactions, psycopg's automatic prepared
 statements, client-side binding, pipeline mode, and many threads racing for
-the last units.  Prints TAP.
+the last units; then the same for reserve_now(), whose status arrives as a
+str in autocommit and which a transaction of the driver's refuses (25001).
+Prints TAP.
 
 Run with PGHOST, PGPORT, PGUSER and PGDATABASE set, against a server that
 preloads inventory with its worker off (scripts/test.sh does so); works in
@@ -14,6 +16,7 @@ a database of its own, created and dropped here.
 import datetime
 import os
 import threading
+import traceback
 
 import psycopg
 from psycopg import ClientCursor, errors, sql
@@ -233,11 +236,194 @@ def main():
     is_((available("PY-HOT"), one("SELECT count(*) FROM inventory.verify()")[0]), (0, 0),
         "available 0, and the cache equals the tables (verify() returns no rows)")
 
+    # --- reserve_now(): one reservation committed on its own ------------------
+    reserve_now_section(conn, one, available)
+
     conn.close()
+
+
+def reserve_now_section(conn, one, available):
+    """reserve_now() as an application calls it: the status as a str, in
+    autocommit; refused (25001) inside a transaction of the driver's."""
+    def ledger(key):
+        return one("SELECT kind, sku, qty, state, buyer_id, created_at, expires_at"
+                   " FROM inventory.ledger WHERE order_id = %s AND batch_id = 1", [key])
+
+    def rows_of(key):
+        return one("SELECT count(*) FROM inventory.ledger WHERE order_id = %s", [key])[0]
+
+    fallbacks = one("SELECT inventory.express_fallbacks()")[0]
+    one("SELECT inventory.restock(%s, %s, %s)", ["PY-NOW", 6, "py-in-now"])
+
+    # server-side binding: the arguments travel as parameters $1, $2...
+    r = one("SELECT s, statement_timestamp() FROM inventory.reserve_now(%s, %s, %s, ttl => %s) s",
+            ["PY-NOW", 2, "py-now-1", datetime.timedelta(minutes=10)])
+    is_((type(r[0]), r[0]), (str, "ok"), "reserve_now in autocommit: 'ok', a str")
+    is_(ledger("py-now-1"),
+        ("reserve", "PY-NOW", 2, "PENDING", None, r[1], r[1] + datetime.timedelta(minutes=10)),
+        "after 'ok' the ledger row is there: a PENDING reservation made at the statement's"
+        " start, expiring ttl later")
+    is_(available("PY-NOW"), 4, "its units are reserved")
+    is_(one("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW", 2, "py-now-1"]), ("duplicate",),
+        "the same key again: 'duplicate'")
+    is_((available("PY-NOW"), rows_of("py-now-1")), (4, 1), "a duplicate changes nothing")
+    is_(one("SELECT inventory.reserve_now(%s, %s, %s, buyer_id => %s)", ["PY-NOW-NONE", 1, "py-now-x", "ann"]),
+        ("unknown_sku",), "an unknown SKU: 'unknown_sku', with buyer_id => %s")
+    is_(one("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW", 1, "py-now-bin"], binary=True),
+        ("ok",), "binary=True: the status is a str too")
+
+    e = raises(errors.UniqueViolation,
+               lambda: conn.execute("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW", 3, "py-now-1"]))
+    ok(e is not None and 'reservation of 2 units of sku "PY-NOW"' in (e.diag.message_detail or ""),
+       "a key reused for another movement: UniqueViolation (23505) with the original in its detail,"
+       " as reserve() raises it")
+    e = raises(errors.NullValueNotAllowed,
+               lambda: conn.execute("SELECT inventory.reserve_now(%s, %s, %s)", [None, 1, "py-now-null"]))
+    ok(e is not None and e.diag.message_primary == "sku must not be null",
+       "None as the sku: NullValueNotAllowed (22004)")
+
+    # a server-side prepared statement, every call: ok until sold out, then
+    # insufficient (a result, not an error); a replay is still a duplicate
+    before = available("PY-NOW")
+    q = "SELECT inventory.reserve_now(%s, 1, %s)"
+    statuses = [conn.execute(q, ["PY-NOW", f"py-now-p{i}"], prepare=True).fetchone()[0]
+                for i in range(before + 3)]
+    is_(statuses, ["ok"] * before + ["insufficient"] * 3,
+        f"prepare=True, {before + 3} calls on {before} units: {before} 'ok', then 'insufficient'")
+    is_(conn.execute(q, ["PY-NOW", "py-now-p0"], prepare=True).fetchone(), ("duplicate",),
+        "sold out, a replay through the prepared statement is still 'duplicate'")
+    ok(one("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+           ["%inventory.reserve_now($1, 1, $2)%"])[0] == 1,
+       "psycopg prepared it on the server")
+    is_((available("PY-NOW"),
+         one("SELECT count(*) FROM inventory.ledger WHERE order_id LIKE %s", ["py-now-p%"])[0]),
+        (0, before), "sold out, one ledger row per 'ok'")
+
+    # client-side binding, as behind a pooler in transaction mode
+    one("SELECT inventory.restock(%s, %s, %s)", ["PY-NOW2", 20, "py-in-now2"])
+    key = "py-now-'quote' été"
+    with ClientCursor(conn) as cur:
+        cur.execute("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW2", 1, key])
+        is_(cur.fetchone(), ("ok",), "ClientCursor (client-side binding): 'ok'")
+    is_(rows_of(key), 1, "and the key with a quote and non-ASCII lands exactly")
+
+    # inside a transaction of the driver's: refused, and nothing is reserved
+    before = available("PY-NOW2")
+    tx = connect()   # psycopg's default: BEGIN before the first statement
+    e = raises(errors.ActiveSqlTransaction,
+               lambda: tx.execute("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW2", 1, "py-now-tx"]))
+    ok(e is not None and e.diag.sqlstate == "25001"
+       and e.diag.message_primary == "inventory.reserve_now() cannot run inside a transaction block",
+       "in a psycopg transaction (autocommit off): ActiveSqlTransaction, 25001")
+    is_(e and e.diag.message_hint, "Use inventory.reserve(), which commits with the transaction around it.",
+        "with the hint to use reserve()")
+    ok(raises(errors.InFailedSqlTransaction, lambda: tx.execute("SELECT 1")) is not None,
+       "the transaction is aborted (25P02) until rollback")
+    tx.rollback()
+    with tx.transaction():
+        tx.execute("SELECT inventory.reserve(%s, %s, %s)", ["PY-NOW2", 1, "py-tx-for-now"])
+    is_(rows_of("py-tx-for-now"), 1, "after rollback the connection works, and reserve() commits with it")
+    tx.close()
+    e = None
+    try:
+        with conn.transaction():
+            conn.execute("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW2", 1, "py-now-tx"])
+    except errors.ActiveSqlTransaction as x:
+        e = x
+    ok(e is not None, "in conn.transaction() on an autocommit connection: 25001 too")
+    e = raises(errors.ActiveSqlTransaction,
+               lambda: conn.execute("SELECT inventory.reserve_now('PY-NOW2', 1, 'py-now-tx'); SELECT 1"))
+    ok(e is not None and "transaction block" in e.diag.message_primary,
+       "two statements in one query string (an implicit transaction block): 25001")
+    is_((available("PY-NOW2"), rows_of("py-now-tx")), (before - 1, 0),
+        "the refused calls reserved nothing (the one unit is reserve()'s)")
+
+    # pipeline mode: the statements up to a sync share an implicit transaction
+    try:
+        with conn.pipeline():
+            curs = [conn.execute("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW2", 1, f"py-now-pipe-{i}"])
+                    for i in range(3)]
+        got = [c.fetchone()[0] for c in curs]
+    except psycopg.Error as x:
+        got = f"{type(x).__name__}: {x.diag.message_primary}"
+    is_(got, ["ok"] * 3, "pipeline mode: three calls, each 'ok'")
+    e = None
+    try:
+        with conn.pipeline():
+            conn.execute("SELECT inventory.reserve(%s, %s, %s)", ["PY-NOW2", 1, "py-pipe-r"])
+            conn.execute("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW2", 1, "py-now-pipe-w"])
+    except errors.ActiveSqlTransaction as x:
+        e = x
+    ok(e is not None and e.diag.message_primary == "inventory.reserve_now() cannot run in a transaction that has written",
+       "after a reserve() in the same pipeline: 25001, the transaction has written")
+    is_((rows_of("py-pipe-r"), rows_of("py-now-pipe-w")), (0, 0), "and neither reserved")
+    got = None
+    try:
+        with conn.pipeline():
+            c1 = conn.execute("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW2", 1, "py-now-pipe-e"])
+            conn.execute("SELECT 1 / 0")
+    except errors.DivisionByZero:
+        got = c1.fetchone()
+    is_((got, rows_of("py-now-pipe-e")), (("ok",), 1),
+        "an 'ok' stands when a later statement of its pipeline fails: the row is there")
+
+    # executemany: many calls in one pipeline, an answer each
+    answers = []
+    try:
+        with conn.cursor() as cur:
+            cur.executemany("SELECT inventory.reserve_now(%s, %s, %s)",
+                            [("PY-NOW2", 1, f"py-now-many-{i}") for i in range(4)] + [("PY-NOW2", 1, "py-now-many-0")],
+                            returning=True)
+            while True:
+                answers.append(cur.fetchone()[0])
+                if not cur.nextset():
+                    break
+    except psycopg.Error as x:
+        answers.append(f"{type(x).__name__}: {x.diag.message_primary}")
+    is_(answers, ["ok"] * 4 + ["duplicate"], "executemany(returning=True): an answer per call, in order")
+
+    # threads racing for the last units, each call committed on its own
+    one("SELECT inventory.restock(%s, %s, %s)", ["PY-NOW-HOT", 50, "py-in-now-hot"])
+    THREADS, CALLS = 16, 12
+    answers = []
+    lock = threading.Lock()
+    start = threading.Barrier(THREADS)
+
+    def buyer(t):
+        with connect(autocommit=True) as c:
+            start.wait()
+            mine = [c.execute("SELECT inventory.reserve_now('PY-NOW-HOT', 1, %s)",
+                              [f"py-now-hot-{t}-{i}"]).fetchone()[0] for i in range(CALLS)]
+        with lock:
+            answers.extend(mine)
+
+    workers = [threading.Thread(target=buyer, args=(t,)) for t in range(THREADS)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    is_((answers.count("ok"), answers.count("insufficient"), len(answers)),
+        (50, THREADS * CALLS - 50, THREADS * CALLS),
+        f"{THREADS} threads, {THREADS * CALLS} reserve_now calls of 1 of 50 units: exactly 50 'ok'")
+    is_(one("SELECT count(*), sum(qty) FROM inventory.ledger WHERE sku = 'PY-NOW-HOT' AND kind = 'reserve'"),
+        (50, 50), "50 ledger rows, one per 'ok'")
+
+    # every call went through the express lane: the writer wrote each row
+    is_(one("SELECT inventory.express_fallbacks()")[0], fallbacks,
+        "no call fell back to a transaction of its own")
+    is_(one("SELECT s.rows FROM inventory.express_status s WHERE s.datname = current_database()"),
+        one("SELECT count(*) FROM inventory.ledger WHERE order_id LIKE %s AND kind = 'reserve'", ["py-now-%"]),
+        "express_status: the database's writer wrote every row answered 'ok'")
+    is_((available("PY-NOW-HOT"), one("SELECT count(*) FROM inventory.verify()")[0]), (0, 0),
+        "available 0, and verify() returns no rows")
 
 
 try:
     main()
+except Exception:
+    # an error outside any test's expectations: a failed test, not a crash
+    ok(False, "the suite ran to the end")
+    print("# " + traceback.format_exc().replace("\n", "\n# "), flush=True)
 finally:
     admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(DB)))
     admin.close()

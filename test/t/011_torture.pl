@@ -37,6 +37,19 @@
 # outcomes are logged in its own transaction; some batches are rolled back,
 # whole or to a savepoint.
 #
+# reserve_now() runs in the same storm, alone in its statement (pgbench
+# sends each statement of a script on its own, outside any transaction
+# block): under the live keys of reserve.sql (new, replays, or in flight in
+# another session) and under keys of its own then paid, cancelled or left
+# to expire (test/torture/load/now.sql); and for the buyers of the moment
+# on the SKUs with rules (now_rules.sql, below).  Each status is judged as
+# it comes and logged with the call (torture.judge_now() in setup.sql): a
+# key reserved before the call is a duplicate, an ok has its row, made at
+# the statement's start, a refusal or a replay takes no transaction id.
+# The checkpoints find every ok and duplicate in the ledger and no row for
+# a refused key of its own; the rest of what they check (nothing oversold,
+# counters, limits, windows) counts reserve_now's rows with everyone's.
+#
 # The run is cut in three slices; between two, with the load stopped and
 # the worker paused, a checkpoint asserts that the cache agrees with the
 # tables, that nothing is oversold, that every row is in a legal state,
@@ -82,7 +95,8 @@ my %mix = (
 	'stocktake.sql' => 2,     # adjust, a third version-checked
 	'admin.sql' => 3,         # direct DML, fold()
 	'expire.sql' => 1,        # expire()
-	'watch.sql' => 2);        # readers: nothing oversold at any instant
+	'watch.sql' => 2,         # readers: nothing oversold at any instant
+	'now.sql' => 12);         # reserve_now of a live key or of its own
 
 my $node = inventory_node('torture', qq{
 max_connections = 64
@@ -429,11 +443,36 @@ SELECT order_id, clock_timestamp() FROM inventory.ledger WHERE order_id = 'win-'
 SELECT torture.within(':sku', ':buyer');
 COMMIT;
 SCRIPT
-	'rules.sql' => [ 1, <<'SCRIPT' ]);
+	'rules.sql' => [ 1, <<'SCRIPT' ],
 -- The windows change under the buyers: FLICK's is set anew (open now,
 -- opening soon, over), NEVER's is moved (always ahead).
 \set what random(1, 4)
 SELECT torture.flick(:what);
+SCRIPT
+	'now_rules.sql' => [ 4, <<'SCRIPT' ]);
+-- reserve_now() of a SKU with rules under a key of its own, for one of the
+-- buyers of the moment (one in ten for none): LIM-0 and LIM-1 have a limit
+-- (the express writer counts the buyer's units under the buyer's turn,
+-- which limit.sql, cart.sql and batches hold in their transactions), NEVER,
+-- CLOSING and OPENING answer not_on_sale exactly outside their windows,
+-- FLICK's window and limit change all the time.  The moment it returned is
+-- in torture.now_log, for the check of FLICK's windows.
+\set order random(1, 9000000000000000000)
+\set which random(1, 6)
+\set b random(1, 6)
+\set anon random(1, 10)
+\set qty random(1, 2)
+\set ttl random(50, 3000)
+SELECT torture.buyer(:b) AS buyer, (ARRAY['LIM-0', 'LIM-1', 'NEVER', 'CLOSING', 'OPENING', 'FLICK'])[:which] AS sku \gset
+SELECT torture.judge_now(inventory.reserve_now(':sku', :qty, 'nowr-' || :order, 1, :ttl * interval '1 ms', u.buyer),
+						 'nowr-' || :order, ':sku', :qty, :ttl * interval '1 ms', u.buyer, false, false,
+						 CASE WHEN ':sku' = 'FLICK' AND u.buyer IS NULL THEN '{not_on_sale,buyer_required}'
+							  WHEN ':sku' = 'FLICK' THEN '{ok,not_on_sale,limit_exceeded}'
+							  WHEN NOT torture.on_sale(':sku', statement_timestamp()) THEN '{not_on_sale}'
+							  WHEN ':sku' LIKE 'LIM-%' AND u.buyer IS NULL THEN '{buyer_required}'
+							  WHEN ':sku' LIKE 'LIM-%' THEN '{ok,limit_exceeded}'
+							  ELSE '{ok}' END::text[])
+  FROM (SELECT CASE WHEN :anon = 1 THEN NULL ELSE ':buyer' END AS buyer) u;
 SCRIPT
 
 # Batches (reserve_many): 5-50 independent reservations in one call, of
@@ -765,7 +804,10 @@ WITH w AS (
 	SELECT sale_starts, sale_ends, set_at, lead(set_at, 2) OVER (ORDER BY n) AS gone_by
 	  FROM torture.window_log WHERE sku = 'FLICK')
 SELECT l.order_id, l.batch_id, l.created_at, s.at
-  FROM inventory.ledger l LEFT JOIN torture.seen s USING (order_id)
+  FROM inventory.ledger l
+  LEFT JOIN (SELECT order_id, at FROM torture.seen
+			 UNION ALL
+			 SELECT order_id, returned_at FROM torture.now_log WHERE status = 'ok') s USING (order_id)
  WHERE l.sku = 'FLICK' AND l.kind = 'reserve'
    AND NOT EXISTS (SELECT FROM w
 					WHERE coalesce(l.created_at >= w.sale_starts, true)
@@ -781,6 +823,22 @@ HAVING count(*) <> split_part(order_id, '-', 2)::int OR min(batch_id) <> 1
 	OR max(batch_id) <> split_part(order_id, '-', 2)::int
 	OR count(DISTINCT created_at) <> 1 OR count(DISTINCT coalesce(buyer_id, '')) <> 1}), '',
 		"$name: every cart has all its lines, made at once for one buyer, or none");
+
+	# reserve_now: the log holds every answer
+	is( rows(q{
+SELECT n.order_id, n.status, n.made_at, l
+  FROM torture.now_log n LEFT JOIN inventory.ledger l ON l.order_id = n.order_id AND l.batch_id = 1
+ WHERE CASE WHEN n.status IN ('ok', 'duplicate')
+			THEN l.order_id IS NULL OR l.kind <> 'reserve'
+				 OR (l.sku, l.qty, l.buyer_id) IS DISTINCT FROM (n.sku, n.qty, n.buyer_id)
+				 OR (n.status = 'ok' AND l.created_at <> n.made_at)
+				 OR (n.status = 'ok' AND NOT n.shared AND l.expires_at <> n.made_at + n.ttl)
+			ELSE NOT n.shared AND l.order_id IS NOT NULL END}), '',
+		"$name: every reserve_now answered ok or duplicate has its movement (ok: made by the call), "
+		  . "a key of its own refused has none");
+	is( rows(q{
+SELECT order_id, count(*) FROM torture.now_log WHERE status = 'ok' GROUP BY order_id HAVING count(*) > 1}), '',
+		"$name: reserve_now answered ok once per key at most");
 
 	# batches (reserve_many): the log holds the committed ones
 	is( rows(q{
@@ -868,6 +926,20 @@ SELECT count(DISTINCT prefix), count(*),
 ok($batches > 0 && $rolled_back > 0,
 	"batches: $batches committed ($elements elements), $rolled_back rolled back");
 
+# reserve_now was in the storm: through the express lane, answering every
+# way its keys and the rules make it answer
+my %now = map { split /\|/ } split /\n/,
+  rows(q{SELECT status, count(*) FROM torture.now_log GROUP BY status});
+for my $status (qw(ok duplicate not_on_sale buyer_required limit_exceeded))
+{
+	my $n = $now{$status} // 0;
+	ok($n > 0, "reserve_now: answered $status ($n times)");
+}
+my ($lane, $own) = split /\|/, rows(q{
+SELECT count(*) FILTER (WHERE lane), count(*) FILTER (WHERE NOT lane)
+  FROM torture.now_log WHERE status = 'ok'});
+ok($lane > 0, "reserve_now: the express writer wrote $lane of the reservations answered ok ($own without it)");
+
 my $outcomes = rows(q{
 SELECT string_agg(op || ': ' || calls, '; ' ORDER BY op)
   FROM (SELECT op, string_agg(status || ' ' || calls, ', ' ORDER BY calls DESC) AS calls
@@ -881,6 +953,12 @@ diag sprintf('%d s, %d clients: %d pgbench transactions (%.0f/s)',
 diag "API calls: $outcomes";
 diag "movements: $ledger";
 diag 'batches: ' . join(', ', map { "$_ $batch{$_}" } sort { $batch{$b} <=> $batch{$a} } keys %batch);
+diag 'reserve_now: ' . join(', ', map { "$_ $now{$_}" } sort { $now{$b} <=> $now{$a} } keys %now)
+  . '; express lane: '
+  . rows(q{SELECT coalesce(string_agg(format('%s batches of at most %s rows, %s calls sent back to wait',
+										   batches, max_batch, sent_back), ', '), 'no writer now')
+			|| ', ' || inventory.express_fallbacks() || ' calls without a writer'
+		   FROM inventory.express_status});
 
 $node->stop;
 done_testing();

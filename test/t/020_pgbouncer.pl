@@ -7,7 +7,11 @@
 #   * 64 clients through the router racing for a split hot SKU and for
 #     plain SKUs sell exactly what was stocked, while each partition
 #     database has at most POOL connections from pgbouncer;
-#   * verify() is empty on every node afterwards.
+#   * verify() is empty on every node afterwards;
+#   * reserve_now() through pgbouncer, straight to a partition database:
+#     64 clients racing for one SKU all get answers, each database has at
+#     most POOL connections meanwhile, and the ledger has exactly one row
+#     per 'ok', every one written by the database's express writer.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -121,5 +125,68 @@ is(shop("SELECT sum(reserved) || ' ' || sum(on_hand) FROM inventory.stock WHERE 
 	'150 150', 'the plain SKUs: 150 units sold of 150');
 is(shop('SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty on every node');
 is(shop("SELECT coalesce(sum(in_transit), 0) FROM inventory.nodes"), '0', 'nothing in transit');
+
+# reserve_now() through pgbouncer in transaction mode, straight to the
+# partition database inv_p0 (the router has no express lane): each call is
+# a transaction of its own, on whichever server connection pgbouncer gives
+# it, and it waits for the express writer there.  pgbouncer (1.18) keeps no
+# named prepared statement from one transaction to the next, so pgbench
+# sends each call with the extended protocol's unnamed statement (-M
+# extended), its arguments as parameters, as drivers do behind a pooler.
+# Each client notes every answer it got in inv_p0.now_answer, in a
+# transaction of its own after the call.  1,000 keys for 1,920 calls: keys
+# come again, and are duplicates when the first call reserved.
+my $p0 = $nodes[0];
+$p0->safe_psql('inv_p0', q{
+CREATE TABLE now_answer (order_id text, status text);
+SELECT inventory.restock('NOW', 300, 'in-now');
+});
+my $fallbacks = $p0->safe_psql('inv_p0', 'SELECT inventory.express_fallbacks()');
+$script = "$PostgreSQL::Test::Utils::tmp_check/now.sql";
+open $f, '>', $script or die $!;
+print $f "\\set n random(1, 1000)\n"
+  . "SELECT inventory.reserve_now('NOW', 1, 'now-' || :n) AS status \\gset\n"
+  . "INSERT INTO now_answer VALUES ('now-' || :n, :status);\n";
+close $f;
+$bench = IPC::Run::start(
+	[ 'pgbench', '--no-vacuum', '--client=64', '--jobs=2', '--transactions=30', '-M', 'extended',
+	  '-h', $dir, '-p', $port, '-f', $script, 'inv_p0' ],
+	'>', \$bench_out, '2>', \$bench_err);
+$most = 0;
+while ($bench->pumpable)
+{
+	my $n = $p0->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE datname = 'inv_p0' AND backend_type = 'client backend'");
+	$most = $n if $n > $most;
+	$bench->pump_nb;
+}
+$bench->finish;
+like($bench_out, qr{processed: 1920/1920}, 'reserve_now: 64 clients made 1,920 calls through pgbouncer');
+is($bench_err, '', 'reserve_now: no client got an error');
+ok($most <= $POOL && $most > 0, "reserve_now: inv_p0 had at most $POOL connections meanwhile (most: $most)");
+sub p0 { return $p0->safe_psql('inv_p0', $_[0]); }
+is(p0("SELECT count(*) FROM now_answer"), '1920', 'reserve_now: every call got an answer');
+is(p0("SELECT string_agg(DISTINCT status, ' ' ORDER BY status) FROM now_answer"),
+	'duplicate insufficient ok', 'reserve_now: the answers are ok, duplicate and insufficient');
+is(p0("SELECT count(*) FROM now_answer WHERE status = 'ok'") . ' '
+	  . p0("SELECT reserved || ' ' || on_hand FROM inventory.stock WHERE sku = 'NOW'"),
+	'300 300 300', "reserve_now: 300 answered 'ok' for the 300 units, all reserved");
+is( p0(q{
+SELECT coalesce(a.order_id, l.order_id), a.oks, l.order_id IS NOT NULL AS has_row
+  FROM (SELECT order_id, count(*) AS oks FROM now_answer WHERE status = 'ok' GROUP BY order_id) a
+  FULL JOIN (SELECT order_id FROM inventory.ledger WHERE sku = 'NOW' AND kind = 'reserve') l USING (order_id)
+ WHERE a.oks IS DISTINCT FROM 1 OR l.order_id IS NULL}), '',
+	"reserve_now: the ledger has exactly one row per 'ok', and none without one");
+is( p0(q{
+SELECT a.order_id FROM now_answer a LEFT JOIN inventory.ledger l USING (order_id)
+ WHERE a.status = 'duplicate' AND l.order_id IS NULL}), '',
+	"reserve_now: every key answered 'duplicate' has its row");
+is(p0('SELECT inventory.express_fallbacks()'), $fallbacks, 'reserve_now: no call fell back to its own transaction');
+is(p0("SELECT rows FROM inventory.express_status WHERE datname = 'inv_p0'"), '300',
+	"reserve_now: inv_p0's express writer wrote the 300 rows");
+is(p0('SELECT count(*) FROM inventory.verify()'), '0', 'reserve_now: verify() is empty on inv_p0');
+note 'express writer of inv_p0: '
+  . p0("SELECT format('%s batches, at most %s rows in one, %s calls sent back', batches, max_batch, sent_back)"
+	  . " FROM inventory.express_status WHERE datname = 'inv_p0'");
 
 done_testing();

@@ -16,7 +16,8 @@
 --
 -- torture.judge() holds every result of the API against the outcome table
 -- of docs/api.md and raises an ERROR on any departure: the pgbench client
--- aborts and the test fails with the message.  The views at the end are
+-- aborts and the test fails with the message; torture.judge_now() does the
+-- same for the status reserve_now() answers.  The views at the end are
 -- what the checkpoints of the test assert empty.
 
 CREATE EXTENSION inventory;
@@ -251,6 +252,63 @@ BEGIN
 	IF cond IS NOT TRUE THEN
 		RAISE EXCEPTION 'TORTURE: %', what;
 	END IF;
+END
+$$;
+
+-- reserve_now() answers a status alone, and commits on its own: its
+-- answers are judged here and logged in torture.now_log, which the
+-- checkpoints hold against the ledger.
+CREATE TABLE torture.now_log (order_id text, shared boolean, sku text, qty bigint, buyer_id text,
+							  ttl interval, status text, made_at timestamptz,
+							  returned_at timestamptz, lane boolean);
+
+-- Checks the status that a reserve_now() call of the calling statement
+-- answered (the call is an argument of this one: it has returned), and logs
+-- it, in the statement's transaction.
+--   order_id, sku, qty, ttl, buyer   the call's arguments
+--   shared    the key is a live key of reserve.sql's, which others reserve,
+--             settle and replay; otherwise the key is the call's own (new)
+--   existed   the key had a committed row when the statement began (read
+--             with the statement's snapshot): the answer is a duplicate
+--   allowed   the statuses the script's situation allows
+CREATE FUNCTION torture.judge_now(status text, order_id text, sku text, qty bigint, ttl interval,
+								  buyer text, shared boolean, existed boolean, allowed text[])
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	returned timestamptz := clock_timestamp();
+	-- a reservation through the express lane is the writer's transaction;
+	-- without a writer the call reserves in its own, as reserve() does
+	wrote boolean := pg_current_xact_id_if_assigned() IS NOT NULL;
+	l inventory.ledger;
+	what text := format('reserve_now(%s, %s, %s, buyer %s) at %s answered %s',
+						sku, qty, order_id, buyer, statement_timestamp(), status);
+BEGIN
+	PERFORM torture.must(status = ANY (allowed), format('%s, expected one of %s', what, allowed));
+	PERFORM torture.must(NOT existed OR status = 'duplicate', what || ', but the key was reserved before the call');
+	-- a refusal or a replay writes nothing, not even a transaction id
+	PERFORM torture.must(status = 'ok' OR NOT wrote, what || ', and took a transaction id');
+	-- the key's row as it is now: each statement of a VOLATILE function sees
+	-- what has committed since the call's statement began
+	SELECT * INTO l FROM inventory.ledger g WHERE g.order_id = judge_now.order_id AND g.batch_id = 1;
+	IF status IN ('ok', 'duplicate') THEN
+		PERFORM torture.must(l.order_id IS NOT NULL, what || ', but the key has no row');
+		PERFORM torture.must(l.kind = 'reserve' AND l.sku = judge_now.sku AND l.qty = judge_now.qty
+							 AND l.buyer_id IS NOT DISTINCT FROM buyer,
+							 format('%s, but the key''s row is %s', what, l));
+	ELSIF NOT shared THEN
+		PERFORM torture.must(l.order_id IS NULL, format('%s, but its key has a row: %s', what, l));
+	END IF;
+	-- an ok made the row: at the statement's start, expiring ttl later (a
+	-- live key may have been extended since), pending or expired since
+	IF status = 'ok' THEN
+		PERFORM torture.must(l.created_at = statement_timestamp()
+							 AND (shared OR (l.expires_at = statement_timestamp() + ttl
+											 AND l.state IN ('PENDING', 'EXPIRED'))),
+							 format('%s, but the key''s row is %s', what, l));
+	END IF;
+	INSERT INTO torture.now_log
+	VALUES (order_id, shared, sku, qty, buyer, ttl, status, statement_timestamp(), returned, NOT wrote);
+	RETURN status;
 END
 $$;
 

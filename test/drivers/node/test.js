@@ -1,7 +1,9 @@
 'use strict';
 // The inventory extension as a Node application sees it through
 // node-postgres (pg 8.x): what each call returns in JavaScript, how errors
-// arrive, transactions, prepared statements, arrays, and many clients at once.
+// arrive, transactions, prepared statements, arrays, and many clients at once;
+// and reserve_now(), whose status is a string in autocommit and which a
+// transaction (BEGIN) refuses with 25001.
 //
 // Run: node test/drivers/node/test.js   (PGHOST, PGPORT, PGUSER, PGDATABASE set;
 // the server must preload inventory; a superuser, to create a database and
@@ -587,6 +589,151 @@ async function run(client, pool) {
     const l = await client.query(
       "SELECT count(*) AS n FROM inventory.ledger WHERE sku = $1 AND kind = 'reserve'", ['node-HOT']);
     assert.equal(l.rows[0].n, '50');
+  });
+
+  // 12 ---------------------------------------------------------------------
+  // reserve_now(): one reservation committed on its own, the status as text.
+  const fallbacks = async () =>
+    (await client.query('SELECT inventory.express_fallbacks() AS n')).rows[0].n;
+  const fallbacksBefore = await fallbacks();
+  await restock('node-NOW', 6, 'node-restock-NOW');
+
+  await test('reserve_now($1, $2, $3) parameterised: the status is a string; the ledger row is there after ok', async () => {
+    const r = await client.query(
+      'SELECT s AS status, statement_timestamp()::text AS at FROM inventory.reserve_now($1, $2, $3, ttl => $4) s',
+      ['node-NOW', 2, 'node-now-1', '10 minutes']);
+    assert.equal(r.fields[0].dataTypeID, 25);            // text
+    assert.equal(r.rows[0].status, 'ok');
+    const l = await client.query(
+      `SELECT kind, sku, qty, state, buyer_id, created_at::text AS created_at,
+              expires_at - created_at = interval '10 minutes' AS ttl_ok
+         FROM inventory.ledger WHERE order_id = $1 AND batch_id = 1`, ['node-now-1']);
+    assert.deepEqual(l.rows, [{ kind: 'reserve', sku: 'node-NOW', qty: '2', state: 'PENDING',
+      buyer_id: null, created_at: r.rows[0].at, ttl_ok: true }]);
+    assert.equal(await available('node-NOW'), '4');
+  });
+
+  await test('reserve_now replayed: duplicate; unknown SKU: unknown_sku; key reused: 23505', async () => {
+    const q = 'SELECT inventory.reserve_now($1, $2, $3) AS status';
+    assert.equal((await client.query(q, ['node-NOW', 2, 'node-now-1'])).rows[0].status, 'duplicate');
+    assert.equal(await ledgerRows(client, 'node-now-1'), '1');
+    assert.equal(await available('node-NOW'), '4');
+    assert.equal((await client.query(q, ['node-no-such-sku', 1, 'node-now-x'])).rows[0].status,
+      'unknown_sku');
+    const err = await expectError(client, q, ['node-NOW', 3, 'node-now-1']);
+    assert.equal(err.code, '23505');
+    assert.match(err.detail, /reservation of 2 units/);
+  });
+
+  await test('reserve_now as a simple query without parameters: ok', async () => {
+    const r = await client.query("SELECT inventory.reserve_now('node-NOW', 1, 'node-now-simple') AS status");
+    assert.equal(r.rows[0].status, 'ok');
+    assert.equal(await ledgerRows(client, 'node-now-simple'), '1');
+  });
+
+  await test('reserve_now as a named prepared statement: ok until sold out, then insufficient; a replay duplicate', async () => {
+    const left = Number(await available('node-NOW'));
+    const call = (key) => client.query({
+      name: 'reserve-now',
+      text: 'SELECT inventory.reserve_now($1, $2, $3) AS status',
+      values: ['node-NOW', 1, key],
+    });
+    const statuses = [];
+    for (let i = 0; i < left + 3; i += 1) statuses.push((await call(`node-now-prep-${i}`)).rows[0].status);
+    assert.deepEqual(statuses, [...Array(left).fill('ok'), 'insufficient', 'insufficient', 'insufficient']);
+    assert.equal((await call('node-now-prep-0')).rows[0].status, 'duplicate');
+    const p = await client.query(
+      "SELECT statement FROM pg_prepared_statements WHERE name = 'reserve-now'");
+    assert.equal(p.rows.length, 1);
+    assert.match(p.rows[0].statement, /inventory\.reserve_now/);
+    const l = await client.query(
+      "SELECT count(*) AS n FROM inventory.ledger WHERE order_id LIKE 'node-now-prep-%'");
+    assert.equal(l.rows[0].n, String(left));
+    assert.equal(await available('node-NOW'), '0');
+  });
+
+  await restock('node-NOW2', 10, 'node-restock-NOW2');
+
+  await test('BEGIN; reserve_now: 25001 with the hint to use reserve(); ROLLBACK; nothing reserved', async () => {
+    const before = await available('node-NOW2');
+    await client.query('BEGIN');
+    let err;
+    try {
+      err = await expectError(client, 'SELECT inventory.reserve_now($1, $2, $3)',
+        ['node-NOW2', 1, 'node-now-tx']);
+      assert.equal(err.code, '25001');
+      assert.equal(err.message, 'inventory.reserve_now() cannot run inside a transaction block');
+      assert.equal(err.hint, 'Use inventory.reserve(), which commits with the transaction around it.');
+      assert.equal((await expectError(client, 'SELECT 1')).code, '25P02');
+    } finally {
+      await client.query('ROLLBACK');
+    }
+    // a named prepared statement inside a transaction: refused the same way
+    await client.query('BEGIN');
+    try {
+      err = await expectError(client, {
+        name: 'reserve-now', text: 'SELECT inventory.reserve_now($1, $2, $3) AS status',
+        values: ['node-NOW2', 1, 'node-now-tx'] });
+      assert.equal(err.code, '25001');
+    } finally {
+      await client.query('ROLLBACK');
+    }
+    assert.equal(await ledgerRows(client, 'node-now-tx'), '0');
+    assert.equal(await available('node-NOW2'), before);
+  });
+
+  await test('reserve_now in a query string of two statements (an implicit transaction block): 25001', async () => {
+    const err = await expectError(client,
+      "SELECT inventory.reserve_now('node-NOW2', 1, 'node-now-multi'); SELECT 1");
+    assert.equal(err.code, '25001');
+    assert.equal(await ledgerRows(client, 'node-now-multi'), '0');
+    // the connection goes on
+    assert.equal((await client.query('SELECT inventory.reserve_now($1, $2, $3) AS s',
+      ['node-NOW2', 1, 'node-now-after'])).rows[0].s, 'ok');
+  });
+
+  await test('20 pooled clients, 200 reserve_now calls of 1 unit on 50: exactly 50 ok, one ledger row each', async () => {
+    const CLIENTS = 20;
+    const PER_CLIENT = 10;
+    await restock('node-NOW-HOT', 50, 'node-restock-NOW-HOT');
+    const sessions = await Promise.all(Array.from({ length: CLIENTS }, () => pool.connect()));
+    let results;
+    try {
+      results = await Promise.all(sessions.map(async (s, c) => {
+        const out = [];
+        for (let i = 0; i < PER_CLIENT; i += 1) {
+          const key = `node-now-hot-${c}-${i}`;
+          const r = await s.query({
+            name: 'hot-reserve-now',
+            text: 'SELECT inventory.reserve_now($1, $2, $3) AS status',
+            values: ['node-NOW-HOT', 1, key],
+          });
+          out.push([key, r.rows[0].status]);
+        }
+        return out;
+      }));
+    } finally {
+      sessions.forEach((s) => s.release());
+    }
+    const all = results.flat();
+    const tally = {};
+    for (const [, st] of all) tally[st] = (tally[st] || 0) + 1;
+    assert.deepEqual(tally, { ok: 50, insufficient: 150 });
+    const oks = all.filter(([, st]) => st === 'ok').map(([k]) => k).sort();
+    const l = await client.query(
+      "SELECT order_id FROM inventory.ledger WHERE sku = $1 AND kind = 'reserve' ORDER BY order_id",
+      ['node-NOW-HOT']);
+    assert.deepEqual(l.rows.map((x) => x.order_id), oks);
+    assert.equal(await available('node-NOW-HOT'), '0');
+  });
+
+  await test("every reserve_now went through the database's express writer, none fell back", async () => {
+    assert.equal(await fallbacks(), fallbacksBefore);
+    const w = await client.query(
+      'SELECT rows FROM inventory.express_status WHERE datname = current_database()');
+    const l = await client.query(
+      "SELECT count(*) AS n FROM inventory.ledger WHERE order_id LIKE 'node-now-%' AND kind = 'reserve'");
+    assert.deepEqual(w.rows, [{ rows: l.rows[0].n }]);
   });
 
   await test('inventory.verify() returns no rows: cache = tables', async () => {
