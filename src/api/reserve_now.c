@@ -86,12 +86,25 @@ CheckOwnCommit(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
 				 errmsg("inventory.reserve_now() cannot run in parallel mode")));
+	if (IsSubTransaction())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("inventory.reserve_now() cannot run inside a subtransaction"),
+				 errdetail("It commits on its own, which a savepoint or a PL/pgSQL block with an EXCEPTION clause could not undo."),
+				 errhint("Use inventory.reserve(), which commits with the transaction around it.")));
 	if (IsTransactionBlock())
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
 				 errmsg("inventory.reserve_now() cannot run inside a transaction block"),
 				 errdetail("It commits on its own, together with other callers' reservations, whatever the transaction around it does."),
 				 errhint("Use inventory.reserve(), which commits with the transaction around it.")));
+	/* as PreventInTransactionBlock(): a pipeline is an implicit block */
+	if (MyXactFlags & XACT_FLAGS_PIPELINING)
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("inventory.reserve_now() cannot run in a pipeline"),
+				 errdetail("It commits on its own, whatever the pipeline's implicit transaction does."),
+				 errhint("Send it with a Sync of its own, or use inventory.reserve_many() for several reservations in one call.")));
 	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),

@@ -174,8 +174,9 @@ SELECT is(inventory.available(pg_temp.n('L')), 8::bigint, 'limit_exceeded: no un
 ------------------------------------------------------------------------------
 
 BEGIN;
+-- throws_ok() runs the call in a subtransaction of its own, which is refused first
 SELECT throws_ok(format('SELECT inventory.reserve_now(%L, 1, %L)', pg_temp.n('A'), pg_temp.n('blk')),
-				 '25001', 'inventory.reserve_now() cannot run inside a transaction block',
+				 '25001', 'inventory.reserve_now() cannot run inside a subtransaction',
 				 'inside a transaction block: 25001');
 SELECT is(inventory.available(pg_temp.n('A')), 4::bigint, 'inside a transaction block: no units held');
 COMMIT;
