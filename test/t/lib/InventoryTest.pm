@@ -6,9 +6,12 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Time::HiRes qw(usleep time);
+use IPC::Run;
+use PostgreSQL::Test::Utils;
 
 our @EXPORT_OK = qw(inventory_node wait_until history_sql sale_sql replay_checks sells_once
-  describe_sql key_checks_sql);
+  describe_sql key_checks_sql reserve_now_client reserve_now_log stock_vs_ledger_sql
+  express_writer_sql);
 
 # inventory_node(NAME, [CONF, [INIT_ARGS...]]): a new server, initialised
 # with INIT_ARGS (allows_streaming => 1, ...), that preloads inventory and
@@ -36,6 +39,81 @@ sub wait_until
 		usleep(50_000);
 	}
 	return $cond->();
+}
+
+# reserve_now_client(NODE, DBNAME, NAME, CALLS, [TIMEOUT]): a psql process
+# that makes the calls of CALLS in order, each {sku, qty, key[, buyer]} one
+# inventory.reserve_now() in a statement of its own (autocommit; ttl 1
+# hour), as application NAME.  Before call i it prints "SENT i" and once
+# the call has answered "ACK i STATUS", with \warn to its stderr (which is
+# unbuffered); with ON_ERROR_STOP a call that fails ends the script.  A
+# call with a SENT line and no ACK line is the one that was in flight when
+# the client stopped; the calls after it never ran.  Returns {h => the
+# IPC::Run handle, err => the file of its stderr, calls => CALLS}; TIMEOUT
+# (seconds) bounds its whole run.
+sub reserve_now_client
+{
+	my ($node, $dbname, $name, $calls, $timeout) = @_;
+	my $dir = PostgreSQL::Test::Utils::tempdir;
+	my $script = "$dir/$name.sql";
+	open my $fh, '>', $script or die "$script: $!";
+	for my $i (1 .. @$calls)
+	{
+		my $c = $calls->[ $i - 1 ];
+		my $buyer = defined $c->{buyer} ? "'$c->{buyer}'" : 'NULL';
+		print $fh "\\warn SENT $i\n",
+		  "SELECT inventory.reserve_now('$c->{sku}', $c->{qty}, '$c->{key}', 1, '1 hour', $buyer) AS s \\gset\n",
+		  "\\warn ACK $i :s\n";
+	}
+	close $fh;
+	my $log = "$PostgreSQL::Test::Utils::log_path/${name}";
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $script,
+		  '-d', $node->connstr($dbname) . " application_name=$name" ],
+		'<', '/dev/null', '>', "$log.out", '2>', "$log.err",
+		IPC::Run::timeout($timeout // $PostgreSQL::Test::Utils::timeout_default));
+	return { h => $h, err => "$log.err", calls => $calls, name => $name };
+}
+
+# reserve_now_log(CLIENT): what a reserve_now_client() printed so far:
+# (the numbers of the calls sent, {call number => status} of those that
+# answered).
+sub reserve_now_log
+{
+	my ($client) = @_;
+	my $text = -e $client->{err} ? slurp_file($client->{err}) : '';
+	my @sent = $text =~ /^SENT (\d+)\n/mg;
+	my %ack = $text =~ /^ACK (\d+) ([^\n]*)\n/mg;
+	return (\@sent, \%ack);
+}
+
+# stock_vs_ledger_sql(): the SKUs whose counters in inventory.stock are not
+# what their whole ledger adds up to (a restock adds qty, a confirm takes qty
+# off the shelf, PENDING holds qty, version counts movements and
+# settlements), folded or not; empty when they all agree.
+sub stock_vs_ledger_sql
+{
+	return q{
+SELECT sku, s.on_hand, s.reserved, s.version, l.on_hand, l.reserved, l.version
+  FROM inventory.stock s
+  FULL JOIN (SELECT sku,
+                    sum(CASE WHEN kind = 'restock' THEN qty
+                             WHEN state = 'CONFIRMED' THEN -qty ELSE 0 END) AS on_hand,
+                    sum(CASE WHEN state = 'PENDING' THEN qty ELSE 0 END) AS reserved,
+                    count(*) + count(*) FILTER (WHERE state <> 'PENDING') AS version
+               FROM inventory.ledger GROUP BY sku) l USING (sku)
+ WHERE (s.on_hand, s.reserved, s.version) IS DISTINCT FROM (l.on_hand, l.reserved, l.version)
+ ORDER BY sku};
+}
+
+# express_writer_sql(DBNAME): the pids of the express writers that
+# pg_stat_activity shows in database DBNAME, one a line.
+sub express_writer_sql
+{
+	my ($dbname) = @_;
+	return qq{
+SELECT pid FROM pg_stat_activity
+ WHERE backend_type = 'inventory express writer' AND datname = '$dbname' ORDER BY pid};
 }
 
 # history_sql(): the statements of a history with movements in every state,
