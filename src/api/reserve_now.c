@@ -22,15 +22,10 @@
 #include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/xact.h"
-#include "access/xlog.h"
 #include "catalog/pg_class.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "replication/syncrep.h"
-#include "replication/walsender.h"
-#include "replication/walsender_private.h"
 #include "storage/ipc.h"
-#include "storage/lwlock.h"
 #include "utils/builtins.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -135,43 +130,6 @@ AnswerFromLedger(text *sku, int64 qty, text *order_id, int32 batch_id,
 	OutcomeInit(&o, sku, qty);
 	OutcomeReplay(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty, buyer_id, &o);
 	return o.status;
-}
-
-/* Has the commit at lsn reached the synchronous standbys the caller asks for? */
-static bool
-Replicated(XLogRecPtr lsn)
-{
-	int			mode;
-	bool		done;
-
-	if (!SyncRepRequested() || SyncRepStandbyNames == NULL ||
-		SyncRepStandbyNames[0] == '\0')
-		return true;
-	mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE ? SYNC_REP_WAIT_WRITE :
-		synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_APPLY ? SYNC_REP_WAIT_APPLY :
-		SYNC_REP_WAIT_FLUSH;
-	LWLockAcquire(SyncRepLock, LW_SHARED);
-	done = WalSndCtl->lsn[mode] >= lsn;
-	LWLockRelease(SyncRepLock);
-	return done;
-}
-
-/*
- * Waits until the batch's commit is durable: flushed (its first caller has
- * done that for all, normally) and replicated where asked.  A cancel of
- * the wait for a standby is an error: the call must not answer ok.
- */
-static void
-WaitDurable(XLogRecPtr lsn)
-{
-	XLogFlush(lsn);
-	SyncRepWaitForLSN(lsn, true);
-	if (!Replicated(lsn))
-		ereport(ERROR,
-				(errcode(ERRCODE_QUERY_CANCELED),
-				 errmsg("canceling the wait for synchronous replication of inventory.reserve_now()"),
-				 errdetail("The reservation has been committed locally, but might not have been replicated to the standby."),
-				 errhint("Call it again with the same key: it answers ok or duplicate, never a second reservation.")));
 }
 
 /* Hands the caller's filled item to its writer and sleeps until answered. */
@@ -296,7 +254,7 @@ WriteThroughLane(text *sku, int64 qty, text *order_id, int32 batch_id,
 			case EXPRESS_WRITTEN:
 				/* the hold went with the row: only the pin is left */
 				held_qty = 0;
-				WaitDurable(reply.lsn);
+				ExpressWaitDurable(reply.lsn);
 				GiveBack();
 				return "ok";
 			case EXPRESS_REFUSED:

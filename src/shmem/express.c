@@ -48,11 +48,16 @@
 
 #include <signal.h>
 
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "port/atomics.h"
+#include "replication/syncrep.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
 #include "storage/latch.h"
+#include "storage/lwlock.h"
 #include "storage/pg_sema.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
@@ -352,11 +357,51 @@ ExpressSleep(ExpressReply *reply)
 	pg_atomic_write_u32(&slot->state, SLOT_IDLE);
 }
 
+/* Has the WAL up to lsn reached the synchronous standbys the caller asks for? */
+static bool
+Replicated(XLogRecPtr lsn)
+{
+	int			mode;
+	bool		done;
+
+	if (!SyncRepRequested() || SyncRepStandbyNames == NULL ||
+		SyncRepStandbyNames[0] == '\0')
+		return true;
+	mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE ? SYNC_REP_WAIT_WRITE :
+		synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_APPLY ? SYNC_REP_WAIT_APPLY :
+		SYNC_REP_WAIT_FLUSH;
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+	done = WalSndCtl->lsn[mode] >= lsn;
+	LWLockRelease(SyncRepLock);
+	return done;
+}
+
 /*
- * Makes sure that every commit of the express writers is flushed before
+ * Waits until the WAL up to an express commit's lsn is durable: flushed,
+ * and replicated to the synchronous standbys where the caller's
+ * synchronous_commit asks for them, as its own commit would be.  A cancel
+ * of the wait for a standby is an error here, not PostgreSQL's warning:
+ * the caller must not answer as if it were durable.
+ */
+void
+ExpressWaitDurable(XLogRecPtr lsn)
+{
+	XLogFlush(lsn);
+	SyncRepWaitForLSN(lsn, true);
+	if (!Replicated(lsn))
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("canceling the wait for synchronous replication of inventory.reserve_now()"),
+				 errdetail("The reservation has been committed locally, but might not have been replicated to the standby."),
+				 errhint("Call it again with the same key: it answers ok or duplicate, never a second reservation.")));
+}
+
+/*
+ * Makes sure that every commit of the express writers is durable before
  * an answer is read from the ledger: a writer commits without waiting for
- * the flush, and another session could otherwise be told of a reservation
- * that a crash would take back.  One read when all is flushed.
+ * the flush or the standbys, and another session could otherwise be told
+ * of a reservation that a crash or a failover would take back.  One read
+ * when all is durable already.
  */
 void
 ExpressFlushCommitted(void)
@@ -364,7 +409,7 @@ ExpressFlushCommitted(void)
 	XLogRecPtr	lsn = (XLogRecPtr) pg_atomic_read_u64(&express->last_commit);
 
 	if (!XLogRecPtrIsInvalid(lsn) && !RecoveryInProgress())
-		XLogFlush(lsn);
+		ExpressWaitDurable(lsn);
 }
 
 int64

@@ -91,6 +91,7 @@ extern ExpressItem *ExpressMyItem(void);
 extern ExpressQueued ExpressEnqueue(int *lane);
 extern void ExpressWriterNotStarted(int lane);
 extern void ExpressSleep(ExpressReply *reply);
+extern void ExpressWaitDurable(XLogRecPtr lsn);
 extern void ExpressFlushCommitted(void);
 extern int64 ExpressFallbacks(void);
 extern void ExpressCountFallback(void);

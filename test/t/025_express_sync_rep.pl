@@ -7,11 +7,12 @@
 # is cancelled while it waits raises 57014, never ok, and retrying its key
 # answers duplicate or ok with a single row.  A replay of a waiting call's
 # key from another session does not answer before the standby has the row
-# either (through the writer it does today: a TODO test).  A caller that asks for
-# synchronous_commit = local is not held up by the missing standby.  The
-# same holds when the call reserves in its own transaction, without a
-# writer (inventory.max_express_writers = 0).  On the standby reserve_now()
-# is refused (25006).
+# either.  A caller that asks for synchronous_commit = local is not held up
+# by the missing standby.  The same holds when the call reserves in its own
+# transaction, without a writer (inventory.max_express_writers = 0), but
+# for the cancel: there the wait for the standby is its transaction's
+# commit, which PostgreSQL ends with a warning and the answer, as it does
+# for reserve().  On the standby reserve_now() is refused (25006).
 use strict;
 use warnings;
 use IPC::Run;
@@ -151,8 +152,8 @@ is($standby->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'), '
 # meanwhile (express_fallbacks() is then fallbacks); a replay of key from
 # another session -- a client that gave up waiting and retries -- does not
 # answer either, since the row's commit has not reached the standby and an
-# answer would tell of a reservation that a failover would take back (a
-# known gap through the writer: todo).  With the standby back, the call
+# answer would tell of a reservation that a failover would take back.
+# With the standby back, the call
 # answers ok and the replay duplicate.
 my $s;
 sub stopped
@@ -193,26 +194,37 @@ SELECT state = 'active' AND wait_event IS NOT NULL FROM pg_stat_activity WHERE p
 }
 
 $s = session();
-stopped('wait-1', 'standby stopped', 0,
-	'reserve_now() answers a replay from a row that the synchronous standby does not have yet');
+stopped('wait-1', 'standby stopped', 0, undef);
 
 # --- a cancelled wait raises an error -------------------------------------------------------------
 
-# cancel(key, what): a call of key waits for the stopped standby and is
-# cancelled; it fails with 57014, and retried with the standby back it
-# answers duplicate if its row had been committed, ok if not
+# cancel(key, what, own): a call of key waits for the stopped standby and
+# is cancelled; it fails with 57014 -- or, reserving in its own transaction
+# (own), it answers ok with PostgreSQL's warning, its commit being local
+# -- and retried with the standby back it answers duplicate if its row had
+# been committed, ok if not
 sub cancel
 {
-	my ($key, $what) = @_;
+	my ($key, $what, $own) = @_;
 	$standby->stop;
 	$s->{out} = $s->{err} = '';
 	waits_for_standby($s, $key, $what);
 	is($primary->safe_psql('postgres', "SELECT pg_cancel_backend($s->{pid})"), 't',
 		"$what: the waiting call is cancelled");
 	wait_said($s, qr/sqlstate=/);
-	is($s->{out}, "sqlstate=57014\n", "$what: it answers no status but the error 57014");
-	like($s->{err}, qr/canceling the wait for synchronous replication of inventory\.reserve_now\(\)/,
-		"$what: the error says the wait for the standby was cancelled");
+	if ($own)
+	{
+		is($s->{out}, "answer=ok\nsqlstate=00000\n",
+			"$what: it answers ok, as reserve() would, its commit being local");
+		like($s->{err}, qr/canceling wait for synchronous replication due to user request/,
+			"$what: with PostgreSQL's warning that the wait for the standby was cancelled");
+	}
+	else
+	{
+		is($s->{out}, "sqlstate=57014\n", "$what: it answers no status but the error 57014");
+		like($s->{err}, qr/canceling the wait for synchronous replication of inventory\.reserve_now\(\)/,
+			"$what: the error says the wait for the standby was cancelled");
+	}
 	my $committed = rows($primary, $key);
 	note("$what: the row of the cancelled call is " . ($committed ? 'committed locally' : 'not there'));
 	$standby->start;
@@ -226,7 +238,7 @@ sub cancel
 		"$what: one row for the key, on the primary and on the standby");
 }
 
-cancel('cancel-1', 'through the writer');
+cancel('cancel-1', 'through the writer', 0);
 
 # --- the same without a writer ------------------------------------------------------------------------
 
@@ -239,7 +251,7 @@ ok($primary->poll_query_until('postgres',
 	'max_express_writers = 0: the standby is synchronous again');
 $s = session();
 stopped('wait-2', 'standby stopped, in its own transaction', 2, undef);
-cancel('cancel-2', 'in its own transaction');
+cancel('cancel-2', 'in its own transaction', 1);
 is($primary->safe_psql('postgres', 'SELECT inventory.express_fallbacks() > 0'), 't',
 	'those calls reserved in their own transaction');
 
