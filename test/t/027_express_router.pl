@@ -1,0 +1,109 @@
+# reserve_now() through the router: two nodes and a router on one machine.
+#
+#   * on a plain SKU the call runs on the SKU's node, where its express
+#     writer commits it: ok, duplicate, insufficient, unknown_sku as the
+#     node answers them, the row on that node only, and its key shared with
+#     reserve() through the router;
+#   * errors keep the node's SQLSTATE;
+#   * a SKU split into buckets is reserved as the router's reserve()
+#     reserves it, in the bucket of the order, falling through the others:
+#     exactly the units stocked are sold;
+#   * in a transaction block on the router the call still commits on its
+#     node (a routed call is its own transaction there, as documented);
+#   * the role inventory_app may call it through the router.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use RouterCluster qw(start_nodes start_router);
+
+my $NPARTS = 2;
+my @nodes  = start_nodes($NPARTS);
+my $router = start_router(\@nodes);
+
+sub shop { return $router->safe_psql('shop', $_[0]); }
+sub node_sql
+{
+	my ($p, $sql) = @_;
+	return $nodes[$p]->safe_psql("inv_p$p", $sql);
+}
+sub shop_state
+{
+	my ($sql) = @_;
+	my ($r, $out, $err) = $router->psql('shop', "\\set VERBOSITY verbose\n$sql");
+	return $err =~ /ERROR:\s+([0-9A-Z]{5}):/ ? $1 : "no error ($out)";
+}
+sub rows_on
+{
+	my ($p, $key) = @_;
+	return node_sql($p, "SELECT count(*) FROM inventory.ledger WHERE order_id = '$key'");
+}
+
+# --- a plain SKU ------------------------------------------------------------
+
+shop("SELECT inventory.restock('NOW-1', 3, 'in-now-1')");
+my $home  = shop("SELECT inventory.partition_of('NOW-1')");
+my $other = 1 - $home;
+
+is(shop("SELECT inventory.reserve_now('NOW-1', 2, 'rn-1')"), 'ok', 'reserve_now through the router: ok');
+is(rows_on($home, 'rn-1') . ' ' . rows_on($other, 'rn-1'), '1 0', 'its row is on the SKU\'s node only');
+is(node_sql($home, "SELECT kind || ' ' || state || ' ' || qty FROM inventory.ledger WHERE order_id = 'rn-1'"),
+	'reserve PENDING 2', 'a PENDING reservation of 2 units');
+ok(node_sql($home, 'SELECT rows >= 1 FROM inventory.express_status') eq 't',
+	'written by the node\'s express writer');
+is(shop("SELECT inventory.reserve_now('NOW-1', 2, 'rn-1')"), 'duplicate', 'the same call again: duplicate');
+is(shop("SELECT status FROM inventory.reserve('NOW-1', 2, 'rn-1')"), 'duplicate',
+	'reserve() of its key through the router: duplicate');
+is(shop("SELECT inventory.reserve_now('NOW-1', 2, 'rn-2')"), 'insufficient',
+	'more than is left: insufficient');
+is(shop("SELECT inventory.reserve_now('NOPE', 1, 'rn-3')"), 'unknown_sku', 'an unknown SKU: unknown_sku');
+is(shop("SELECT status FROM inventory.confirm('rn-1', 1, 'NOW-1')"), 'ok', 'confirmed through the router');
+is(shop("SELECT available FROM inventory.stock WHERE sku = 'NOW-1'"), '1', 'one unit left');
+
+# --- errors keep the node's SQLSTATE -----------------------------------------
+
+is(shop_state("SELECT inventory.reserve_now('NOW-1', 0, 'rn-4')"), '22023', 'qty 0: 22023 from the node');
+is(shop_state("SELECT inventory.reserve_now('NOW-1', 5, 'rn-1')"), '23505',
+	'a key reused for another quantity: 23505 from the node');
+
+# --- a transaction block on the router ----------------------------------------
+
+$router->safe_psql('shop', q{
+BEGIN;
+SELECT inventory.reserve_now('NOW-1', 1, 'rn-5');
+ROLLBACK;
+});
+is(rows_on($home, 'rn-5'), '1',
+	'in a router transaction that rolls back, the call has committed on its node');
+
+# --- a split SKU ----------------------------------------------------------------
+
+shop("SELECT inventory.restock('NOW-HOT', 40, 'in-now-hot')");
+shop("SELECT count(*) FROM inventory.split('NOW-HOT', $NPARTS)");
+my $got = shop(q{
+SELECT string_agg(s, ' ' ORDER BY s) FROM (
+	SELECT s, count(*) FROM (
+		SELECT inventory.reserve_now('NOW-HOT', 1, 'rh-' || g) AS s FROM generate_series(1, 50) g) x
+	GROUP BY s) y(s, n) WHERE n > 0});
+is($got, 'insufficient ok', 'a split SKU: 50 calls for 40 units, ok and insufficient');
+is(shop(q{SELECT count(*) FILTER (WHERE s = 'ok') FROM (
+	SELECT inventory.reserve_now('NOW-HOT', 1, 'rh-' || g) AS s FROM generate_series(1, 50) g) x}), '0',
+	'replayed: none is ok again');
+my $sold = 0;
+$sold += node_sql($_, "SELECT count(*) FROM inventory.ledger WHERE sku = 'NOW-HOT' AND kind = 'reserve'")
+  for 0 .. $NPARTS - 1;
+is($sold, 40, 'exactly the 40 units stocked were reserved, over the buckets');
+is(shop("SELECT sum(available) FROM inventory.stock WHERE sku = 'NOW-HOT'"), '0', 'none left');
+
+# --- the application's role ---------------------------------------------------------
+
+shop("CREATE ROLE shop_api LOGIN IN ROLE inventory_app");
+shop("SELECT inventory.restock('NOW-2', 1, 'in-now-2')");
+is($router->safe_psql('shop', "SET ROLE shop_api; SELECT inventory.reserve_now('NOW-2', 1, 'rn-role')"),
+	'ok', 'inventory_app may call it through the router');
+is(shop("SELECT count(*) FROM inventory.verify()"), '0', 'verify() is empty on every node');
+
+done_testing();
