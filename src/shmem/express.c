@@ -314,6 +314,21 @@ ExpressWriterNotStarted(int lane)
 	AnswerNoWriter(head);
 }
 
+/* Answers the batch's other callers, linked from head. */
+static void
+WakeChain(int head)
+{
+	for (int i = head; i >= 0;)
+	{
+		ExpressSlot *s = &express->slots[i];
+		int			next = s->next;
+
+		pg_atomic_write_u32(&s->state, SLOT_ANSWERED);
+		PGSemaphoreUnlock(ProcGlobal->allProcs[i].sem);
+		i = next;
+	}
+}
+
 /*
  * Sleeps until the caller's item is answered, and fills *reply.  The first
  * caller of a batch flushes the batch's commit, then wakes the others.
@@ -322,7 +337,7 @@ void
 ExpressSleep(ExpressReply *reply)
 {
 	ExpressSlot *slot = MySlot();
-	int			extra = 0;
+	volatile int extra = 0;
 	uint32		state;
 
 	pgstat_report_wait_start(PG_WAIT_EXTENSION);
@@ -340,17 +355,21 @@ ExpressSleep(ExpressReply *reply)
 
 	if (state == SLOT_FLUSH)
 	{
-		if (!XLogRecPtrIsInvalid(reply->lsn))
-			XLogFlush(reply->lsn);
-		for (int i = slot->next; i >= 0;)
+		/* the others are woken even if the flush fails: they flush again */
+		PG_TRY();
 		{
-			ExpressSlot *s = &express->slots[i];
-			int			next = s->next;
-
-			pg_atomic_write_u32(&s->state, SLOT_ANSWERED);
-			PGSemaphoreUnlock(ProcGlobal->allProcs[i].sem);
-			i = next;
+			if (!XLogRecPtrIsInvalid(reply->lsn))
+				XLogFlush(reply->lsn);
 		}
+		PG_FINALLY();
+		{
+			WakeChain(slot->next);
+			while (extra-- > 0)
+				PGSemaphoreUnlock(MyProc->sem);
+			pg_atomic_write_u32(&slot->state, SLOT_IDLE);
+		}
+		PG_END_TRY();
+		return;
 	}
 	while (extra-- > 0)
 		PGSemaphoreUnlock(MyProc->sem);

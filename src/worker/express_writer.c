@@ -48,6 +48,9 @@ static Oid	my_dboid = InvalidOid;
 static int *batch = NULL;
 static int	nbatch = 0;
 static ExpressReply *replies = NULL;
+/* the batch has committed at batch_lsn and is being answered */
+static bool batch_committed = false;
+static XLogRecPtr batch_lsn = InvalidXLogRecPtr;
 
 /*
  * Starts the writer of a lane that the caller has just taken for its
@@ -89,8 +92,14 @@ WriterExit(int code, Datum arg)
 	memset(&reply, 0, sizeof(reply));
 	reply.answer = EXPRESS_NO_WRITER;
 	ExpressWriterDetach(my_lane, my_dboid);
-	for (int i = 0; i < nbatch; i++)
-		ExpressReplyTo(my_lane, batch[i], &reply);
+	/* a batch that committed is answered as such: its holds went with it */
+	if (batch_committed)
+		ExpressAnswerBatch(my_lane, batch, replies, nbatch, batch_lsn);
+	else
+	{
+		for (int i = 0; i < nbatch; i++)
+			ExpressReplyTo(my_lane, batch[i], &reply);
+	}
 	nbatch = 0;
 	my_lane = -1;
 }
@@ -199,8 +208,11 @@ WriteBatch(MemoryContext cxt)
 	PG_END_TRY();
 
 	lsn = written > 0 ? XactLastCommitEnd : InvalidXLogRecPtr;
+	batch_lsn = lsn;
+	batch_committed = true;
 	ExpressAnswerBatch(my_lane, batch, replies, nbatch, lsn);
 	nbatch = 0;
+	batch_committed = false;
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
