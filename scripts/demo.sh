@@ -76,7 +76,7 @@ CLIENTS=${3:-${DEFAULTS[2]}}
 for n in "$BUYERS" "$UNITS" "$CLIENTS"; do [[ $n =~ ^[1-9][0-9]*$ ]] || usage; done
 [ "$BUYERS" -ge "$CLIENTS" ] || inv_die "need at least as many buyers as clients"
 
-# the three ways, each a database and a buyer's script; every array below
+# the four ways, each a database and a buyer's script; every array below
 # is indexed like these
 WAYS=(read_check_write conditional_update inventory inventory_now)
 SCRIPTS=(demo_read_check_write.sql demo_update.sql buyer.sql buyer_now.sql)
