@@ -69,3 +69,30 @@ REVOKE ALL ON inventory.express_status FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION inventory.express_status(), inventory.express_fallbacks() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.express_status(), inventory.express_fallbacks() TO inventory_admin;
 GRANT SELECT ON inventory.express_status TO inventory_admin;
+
+------------------------------------------------------------------------------
+-- inventory_monitor: reads every figure and writes nothing, for monitoring
+-- (a Prometheus exporter's role), in the style of pg_monitor
+------------------------------------------------------------------------------
+
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'inventory_monitor') THEN
+		CREATE ROLE inventory_monitor NOLOGIN;
+	END IF;
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION
+	inventory.available(text),
+	inventory.sku_stats(),
+	inventory.cache_info(),
+	inventory.worker_status(),
+	inventory.key_filter_info(),
+	inventory.express_status(),
+	inventory.express_fallbacks(),
+	inventory.verify()
+TO inventory_monitor;
+GRANT SELECT ON inventory.stock, inventory.sku_stats, inventory.worker_status,
+	inventory.key_filter, inventory.express_status
+TO inventory_monitor;

@@ -2,7 +2,8 @@
 -- confirm, cancel, extend and read availability and stock, and nothing
 -- else; the administrator role may also restock, adjust, verify, expire,
 -- fold, read and reset the statistics, read the express lane's status and
--- write the tables; PUBLIC gets nothing but the state type.  reserve_now()
+-- write the tables; the monitoring role reads every figure and view and
+-- writes nothing; PUBLIC gets nothing but the state type.  reserve_now()
 -- is refused inside this file's transaction (25001), after the check of
 -- privileges: that error says the role may call it.  No hostile object on the caller's search_path is ever
 -- used by the functions, which run as their owner.  Everything happens in
@@ -22,10 +23,11 @@ INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 VALUES (:'p' || 'late', 1, 'reserve', :'p' || 'E', 1, now() - interval '1 minute');
 
 BEGIN;
-SELECT plan(72);
+SELECT plan(94);
 
 CREATE ROLE inv_test_app IN ROLE inventory_app;
 CREATE ROLE inv_test_admin IN ROLE inventory_admin;
+CREATE ROLE inv_test_monitor IN ROLE inventory_monitor;
 CREATE ROLE inv_test_public;
 
 ------------------------------------------------------------------------------
@@ -70,6 +72,38 @@ SELECT throws_ok($$INSERT INTO inventory.sku (sku, on_hand) VALUES (pg_temp.n('B
 SELECT throws_ok($$UPDATE inventory.sku SET on_hand = 100$$, '42501', NULL, 'app: cannot update inventory.sku');
 SELECT throws_ok($$TRUNCATE inventory.ledger$$, '42501', NULL, 'app: cannot truncate');
 SELECT throws_ok($$SELECT inventory.enforce()$$, '42501', NULL, 'app: cannot call the trigger function');
+
+RESET ROLE;
+
+------------------------------------------------------------------------------
+-- the monitoring role
+------------------------------------------------------------------------------
+SET ROLE inv_test_monitor;
+
+SELECT is((SELECT on_hand FROM inventory.stock WHERE sku = pg_temp.n('A')), 8::bigint, 'monitor: reads inventory.stock');
+SELECT is(inventory.available(pg_temp.n('A')), 7::bigint, 'monitor: available');
+SELECT is((SELECT count(*) FROM inventory.sku_stats WHERE sku = pg_temp.n('A')), 1::bigint, 'monitor: sku_stats');
+SELECT lives_ok($$SELECT * FROM inventory.cache_info()$$, 'monitor: cache_info');
+SELECT lives_ok($$SELECT * FROM inventory.worker_status$$, 'monitor: worker_status');
+SELECT lives_ok($$SELECT * FROM inventory.key_filter$$, 'monitor: key_filter');
+SELECT lives_ok($$SELECT * FROM inventory.express_status$$, 'monitor: express_status');
+SELECT lives_ok($$SELECT inventory.express_fallbacks()$$, 'monitor: express_fallbacks');
+SELECT lives_ok($$SELECT * FROM inventory.verify()$$, 'monitor: verify');
+
+SELECT throws_ok($$SELECT inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('m1'))$$, '42501', NULL, 'monitor: no reserve');
+SELECT throws_ok($$SELECT inventory.reserve_now(pg_temp.n('A'), 1, pg_temp.n('m2'))$$, '42501', NULL, 'monitor: no reserve_now');
+SELECT throws_ok($$SELECT inventory.confirm(pg_temp.n('o1'))$$, '42501', NULL, 'monitor: no confirm');
+SELECT throws_ok($$SELECT inventory.restock(pg_temp.n('A'), 5, pg_temp.n('m3'))$$, '42501', NULL, 'monitor: no restock');
+SELECT throws_ok($$SELECT inventory.expire()$$, '42501', NULL, 'monitor: no expire');
+SELECT throws_ok($$SELECT inventory.fold()$$, '42501', NULL, 'monitor: no fold');
+SELECT throws_ok($$SELECT inventory.stats_reset()$$, '42501', NULL, 'monitor: no stats_reset');
+SELECT throws_ok($$SELECT inventory.key_filter_rebuild()$$, '42501', NULL, 'monitor: no key_filter_rebuild');
+SELECT throws_ok($$SELECT inventory.set_rules(pg_temp.n('A'), 1)$$, '42501', NULL, 'monitor: no set_rules');
+SELECT throws_ok($$SELECT * FROM inventory.ledger$$, '42501', NULL, 'monitor: cannot read the ledger');
+SELECT throws_ok($$SELECT * FROM inventory.sku$$, '42501', NULL, 'monitor: cannot read inventory.sku');
+SELECT throws_ok($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty) VALUES (pg_temp.n('m4'), 1, 'restock', pg_temp.n('A'), 5)$$,
+				 '42501', NULL, 'monitor: cannot insert into the ledger');
+SELECT throws_ok($$UPDATE inventory.sku SET on_hand = 100$$, '42501', NULL, 'monitor: cannot update inventory.sku');
 
 RESET ROLE;
 
