@@ -103,7 +103,8 @@ KeyMaybe(text *order_id, int32 batch_id)
 						  batch_id);
 }
 
-static bool
+/* The movement under a key the filter says may be in the ledger, if any. */
+bool
 LookUpKey(text *order_id, int32 batch_id, LedgerRow *m)
 {
 	if (LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
@@ -271,6 +272,20 @@ ReserveOne(text *sku, int64 qty, text *order_id, int32 batch_id,
 	o->status = RefusalStatus(admit);
 }
 
+/* One reservation on its own, in the caller's transaction: ReserveOne(). */
+void
+ReserveAlone(text *sku, int64 qty, text *order_id, int32 batch_id,
+			 TimestampTz expires_at, const int64 *expected_version,
+			 text *buyer_id, Outcome *o)
+{
+	LedgerWriter writer;
+
+	LedgerWriterInit(&writer);
+	ReserveOne(sku, qty, order_id, batch_id, expires_at, expected_version,
+			   buyer_id, &writer, o);
+	LedgerWriterClose(&writer);
+}
+
 PG_FUNCTION_INFO_V1(inventory_reserve);
 Datum
 inventory_reserve(PG_FUNCTION_ARGS)
@@ -285,13 +300,10 @@ inventory_reserve(PG_FUNCTION_ARGS)
 	/* reserve() of a 0.1 schema not updated yet has no buyer_id */
 	text	   *buyer_id = ArgBuyerId(fcinfo, 6);
 	Outcome		o;
-	LedgerWriter writer;
 
 	CheckWritable("inventory.reserve()");
-	LedgerWriterInit(&writer);
-	ReserveOne(sku, qty, order_id, batch_id, expires_at,
-			   has_expected ? &expected : NULL, buyer_id, &writer, &o);
-	LedgerWriterClose(&writer);
+	ReserveAlone(sku, qty, order_id, batch_id, expires_at,
+				 has_expected ? &expected : NULL, buyer_id, &o);
 	return OutcomeDatum(&o);
 }
 

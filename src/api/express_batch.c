@@ -56,7 +56,7 @@ ExpressWriteItem(const ExpressItem *it, LedgerWriter *writer,
 	}
 	if (KeyFilterMaybe(it->order_id, it->order_len, it->batch_id))
 	{
-		if (LedgerFindMovement(it->order_id, it->order_len, it->batch_id, &m))
+		if (LookUpKey(order_id, it->batch_id, &m))
 		{
 			Reply(reply, EXPRESS_REFUSED, "key_taken");
 			return;

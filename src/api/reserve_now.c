@@ -109,26 +109,17 @@ CheckOwnCommit(void)
 }
 
 /*
- * The answer of a call whose key is in the ledger: "duplicate", or the
- * key's reuse raised as reserve() raises it.  NULL if the key is not there.
+ * The answer of a call whose key is in the ledger as the movement m:
+ * "duplicate", or the key's reuse raised as reserve() raises it.
  */
 static const char *
-AnswerFromLedger(text *sku, int64 qty, text *order_id, int32 batch_id,
-				 text *buyer_id)
+Replay(const LedgerRow *m, text *sku, int64 qty, text *order_id,
+	   int32 batch_id, text *buyer_id)
 {
-	LedgerRow	m;
 	Outcome		o;
 
-	if (!KeyFilterMaybe(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id), batch_id))
-		return NULL;
-	if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
-							batch_id, &m))
-	{
-		KeyFilterFalsePositive();
-		return NULL;
-	}
 	OutcomeInit(&o, sku, qty);
-	OutcomeReplay(order_id, batch_id, &m, INV_KIND_RESERVE, sku, qty, buyer_id, &o);
+	OutcomeReplay(order_id, batch_id, m, INV_KIND_RESERVE, sku, qty, buyer_id, &o);
 	return o.status;
 }
 
@@ -187,22 +178,22 @@ LedgerOwner(void)
 	return owner;
 }
 
-/* No writer: the reservation is made in the caller's transaction, as reserve() makes it. */
+/*
+ * No writer: the reservation is made in the caller's transaction, as
+ * reserve() makes it, and as the role reserve()'s SECURITY DEFINER runs as.
+ */
 static const char *
 ReserveInOwnTransaction(text *sku, int64 qty, text *order_id, int32 batch_id,
 						TimestampTz expires_at, text *buyer_id)
 {
 	Oid			save_userid;
 	int			save_sec;
-	LedgerWriter writer;
 	Outcome		o;
 
 	ExpressCountFallback();
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(LedgerOwner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	LedgerWriterInit(&writer);
-	ReserveOne(sku, qty, order_id, batch_id, expires_at, NULL, buyer_id, &writer, &o);
-	LedgerWriterClose(&writer);
+	ReserveAlone(sku, qty, order_id, batch_id, expires_at, NULL, buyer_id, &o);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	return o.status;
 }
@@ -240,11 +231,10 @@ WriteThroughLane(text *sku, int64 qty, text *order_id, int32 batch_id,
 				 TimestampTz now, TimestampTz expires_at, text *buyer_id,
 				 int64 max_per_buyer)
 {
-	const char *status;
-
 	for (;;)
 	{
 		ExpressReply reply;
+		LedgerRow	m;
 
 		FillItem(ExpressMyItem(), sku, qty, order_id, batch_id, now, expires_at,
 				 buyer_id, max_per_buyer);
@@ -261,9 +251,9 @@ WriteThroughLane(text *sku, int64 qty, text *order_id, int32 batch_id,
 				GiveBack();
 				if (strcmp(reply.status, "key_taken") != 0)
 					return pstrdup(reply.status);
-				status = AnswerFromLedger(sku, qty, order_id, batch_id, buyer_id);
-				if (status != NULL)
-					return status;
+				/* the writer found it: the filter has it, no need to ask */
+				if (LookUpKey(order_id, batch_id, &m))
+					return Replay(&m, sku, qty, order_id, batch_id, buyer_id);
 				/* gone again meanwhile: as reserve() would */
 				return ReserveInOwnTransaction(sku, qty, order_id, batch_id,
 											   expires_at, buyer_id);
@@ -302,21 +292,23 @@ ReserveNow(text *sku, int64 qty, text *order_id, int32 batch_id,
 	InvView		view;
 	InvEntry   *entry = NULL;
 	InvAdmit	admit;
+	LedgerRow	m;
 	const char *status;
 
 	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
 	admit = EscrowAdmit(&key, &entry, qty, NULL, &sale, true, &view);
 	if (admit != INV_ADMIT_OK)
 	{
-		/* a replay of a reservation made earlier is a duplicate */
+		/*
+		 * A replay of a reservation made earlier is a duplicate; one in
+		 * flight is waited for, as reserve() waits on the key.
+		 */
 		if (KeyFilterMaybe(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id), batch_id))
 		{
-			/* one in flight is waited for, as reserve() waits on the key */
 			LedgerWaitForKey(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
 							 batch_id);
-			status = AnswerFromLedger(sku, qty, order_id, batch_id, buyer_id);
-			if (status != NULL)
-				return status;
+			if (LookUpKey(order_id, batch_id, &m))
+				return Replay(&m, sku, qty, order_id, batch_id, buyer_id);
 		}
 		return RefusalStatus(admit);
 	}
@@ -330,9 +322,11 @@ ReserveNow(text *sku, int64 qty, text *order_id, int32 batch_id,
 	held_qty = qty;
 	PG_TRY();
 	{
-		status = AnswerFromLedger(sku, qty, order_id, batch_id, buyer_id);
-		if (status != NULL)
+		if (FindKey(order_id, batch_id, &m))
+		{
 			GiveBack();
+			status = Replay(&m, sku, qty, order_id, batch_id, buyer_id);
+		}
 		else
 			status = WriteThroughLane(sku, qty, order_id, batch_id, now,
 									  expires_at, buyer_id,

@@ -105,17 +105,6 @@ RulesTryAdmitBuyer(text *sku, text *buyer_id, int64 qty, int64 limit,
 	return AdmitBuyer(sku, buyer_id, qty, limit, false, &holding, &took_lock, busy);
 }
 
-/* Waits until the buyer's lock is free, then lets it go. */
-void
-RulesWaitForBuyer(text *sku, text *buyer_id)
-{
-	LOCKTAG		tag;
-
-	BuyerLockTag(&tag, sku, buyer_id);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	LockRelease(&tag, ExclusiveLock, false);
-}
-
 /*
  * Takes a buyer's lock ahead of the calls that need it, so that a batch
  * takes its locks in one fixed order (batch.c).
@@ -140,6 +129,14 @@ RulesReleaseBuyer(text *sku, text *buyer_id)
 
 	BuyerLockTag(&tag, sku, buyer_id);
 	LockRelease(&tag, ExclusiveLock, false);
+}
+
+/* Waits until the buyer's lock is free, then lets it go. */
+void
+RulesWaitForBuyer(text *sku, text *buyer_id)
+{
+	RulesLockBuyer(sku, buyer_id);
+	RulesReleaseBuyer(sku, buyer_id);
 }
 
 /*

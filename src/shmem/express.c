@@ -103,9 +103,7 @@ typedef struct ExpressShared
 	slock_t		mutex;
 	pg_atomic_uint64 last_commit;	/* XLogRecPtr */
 	pg_atomic_uint64 fallbacks;
-	int			nlanes;			/* after the slots */
-	int			nslots;
-	ExpressSlot slots[FLEXIBLE_ARRAY_MEMBER];
+	ExpressSlot slots[FLEXIBLE_ARRAY_MEMBER];	/* then the lanes */
 } ExpressShared;
 
 static ExpressShared *express = NULL;
@@ -134,17 +132,11 @@ ExpressInit(void)
 							NULL, NULL, NULL);
 }
 
-static int
-SlotCount(void)
-{
-	return MaxBackends + NUM_AUXILIARY_PROCS;
-}
-
-/* The most items a writer can have taken at once. */
+/* One slot per process; the most items a writer can have taken at once. */
 int
 ExpressSlotCount(void)
 {
-	return express->nslots;
+	return MaxBackends + NUM_AUXILIARY_PROCS;
 }
 
 Size
@@ -152,7 +144,7 @@ ExpressShmemSize(void)
 {
 	Size		size = offsetof(ExpressShared, slots);
 
-	size = add_size(size, mul_size(SlotCount(), sizeof(ExpressSlot)));
+	size = add_size(size, mul_size(ExpressSlotCount(), sizeof(ExpressSlot)));
 	size = MAXALIGN(size);
 	return add_size(size, mul_size(inv_max_express_writers, sizeof(ExpressLane)));
 }
@@ -165,22 +157,20 @@ ExpressShmemInit(void)
 
 	express = ShmemInitStruct("inventory express lane", ExpressShmemSize(), &found);
 	lanes_at = MAXALIGN(offsetof(ExpressShared, slots) +
-						SlotCount() * sizeof(ExpressSlot));
+						ExpressSlotCount() * sizeof(ExpressSlot));
 	lanes = (ExpressLane *) ((char *) express + lanes_at);
 	if (found)
 		return;
 	SpinLockInit(&express->mutex);
 	pg_atomic_init_u64(&express->last_commit, InvalidXLogRecPtr);
 	pg_atomic_init_u64(&express->fallbacks, 0);
-	express->nslots = SlotCount();
-	express->nlanes = inv_max_express_writers;
-	for (int i = 0; i < express->nslots; i++)
+	for (int i = 0; i < ExpressSlotCount(); i++)
 	{
 		pg_atomic_init_u32(&express->slots[i].state, SLOT_IDLE);
 		express->slots[i].next = -1;
 	}
-	memset(lanes, 0, express->nlanes * sizeof(ExpressLane));
-	for (int i = 0; i < express->nlanes; i++)
+	memset(lanes, 0, inv_max_express_writers * sizeof(ExpressLane));
+	for (int i = 0; i < inv_max_express_writers; i++)
 		lanes[i].head = lanes[i].tail = -1;
 }
 
@@ -216,7 +206,7 @@ ExpressEnqueue(int *lane)
 
 	slot->next = -1;
 	SpinLockAcquire(&express->mutex);
-	for (int i = 0; i < express->nlanes; i++)
+	for (int i = 0; i < inv_max_express_writers; i++)
 	{
 		if (lanes[i].dboid == MyDatabaseId)
 		{
@@ -227,7 +217,7 @@ ExpressEnqueue(int *lane)
 	}
 	if (l == NULL)
 	{
-		for (int i = 0; i < express->nlanes; i++)
+		for (int i = 0; i < inv_max_express_writers; i++)
 		{
 			if (lanes[i].dboid == InvalidOid)
 			{
@@ -295,23 +285,35 @@ AnswerNoWriter(int head)
 }
 
 /*
- * The writer that the caller asked for could not be started: frees the
- * lane and answers its queue, the caller included, with EXPRESS_NO_WRITER.
+ * Frees the lane of database dboid, if its writer is writer or has not
+ * attached yet, and answers its queue with EXPRESS_NO_WRITER.
  */
-void
-ExpressWriterNotStarted(int lane)
+static void
+GiveUpLane(int lane, Oid dboid, pid_t writer)
 {
 	ExpressLane *l = &lanes[lane];
 	int			head = -1;
 
 	SpinLockAcquire(&express->mutex);
-	if (l->dboid == MyDatabaseId && l->writer_pid == 0)
+	if (l->dboid == dboid && (l->writer_pid == 0 || l->writer_pid == writer))
 	{
 		head = DetachQueue(l);
 		l->dboid = InvalidOid;
+		l->writer_pid = 0;
+		l->writer_latch = NULL;
 	}
 	SpinLockRelease(&express->mutex);
 	AnswerNoWriter(head);
+}
+
+/*
+ * The writer that the caller asked for could not be started: frees the
+ * lane and answers its queue, the caller included.
+ */
+void
+ExpressWriterNotStarted(int lane)
+{
+	GiveUpLane(lane, MyDatabaseId, 0);
 }
 
 /* Answers the batch's other callers, linked from head. */
@@ -513,20 +515,7 @@ ExpressWriterMayLeave(int lane)
 void
 ExpressWriterDetach(int lane, Oid dboid)
 {
-	ExpressLane *l = &lanes[lane];
-	int			head = -1;
-
-	SpinLockAcquire(&express->mutex);
-	if (l->dboid == dboid &&
-		(l->writer_pid == MyProcPid || l->writer_pid == 0))
-	{
-		head = DetachQueue(l);
-		l->dboid = InvalidOid;
-		l->writer_pid = 0;
-		l->writer_latch = NULL;
-	}
-	SpinLockRelease(&express->mutex);
-	AnswerNoWriter(head);
+	GiveUpLane(lane, dboid, MyProcPid);
 }
 
 /*
@@ -542,7 +531,7 @@ ExpressDismissWriter(Oid dboid)
 	if (express == NULL)
 		return;
 	SpinLockAcquire(&express->mutex);
-	for (int i = 0; i < express->nlanes; i++)
+	for (int i = 0; i < inv_max_express_writers; i++)
 	{
 		if (lanes[i].dboid == dboid)
 			pid = lanes[i].writer_pid;
@@ -643,7 +632,7 @@ ExpressLanes(ExpressLaneInfo *info, int max)
 	int			n = 0;
 
 	SpinLockAcquire(&express->mutex);
-	for (int i = 0; i < express->nlanes && n < max; i++)
+	for (int i = 0; i < inv_max_express_writers && n < max; i++)
 	{
 		ExpressLane *l = &lanes[i];
 

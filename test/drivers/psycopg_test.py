@@ -61,6 +61,28 @@ def connect(**kw):
     return psycopg.connect(dbname=DB, **kw)
 
 
+def race(query, key_prefix, threads, calls):
+    """threads connections in autocommit, released together, each making
+    calls of query (one parameter: a key of its own); every answer."""
+    answers = []
+    lock = threading.Lock()
+    start = threading.Barrier(threads)
+
+    def buyer(t):
+        with connect(autocommit=True) as c:
+            start.wait()
+            mine = [c.execute(query, [f"{key_prefix}-{t}-{i}"]).fetchone()[0] for i in range(calls)]
+        with lock:
+            answers.extend(mine)
+
+    workers = [threading.Thread(target=buyer, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return answers
+
+
 def main():
     conn = connect(autocommit=True)
     conn.execute("CREATE EXTENSION inventory")
@@ -213,23 +235,7 @@ def main():
     # --- threads racing for the last units ------------------------------------
     one("SELECT inventory.restock(%s, %s, %s)", ["PY-HOT", 50, "py-in-hot"])
     THREADS, CALLS = 16, 12
-    answers = []
-    lock = threading.Lock()
-    start = threading.Barrier(THREADS)
-
-    def buyer(t):
-        with connect(autocommit=True) as c:
-            start.wait()
-            mine = [c.execute("SELECT (inventory.reserve('PY-HOT', 1, %s)).status",
-                              [f"py-hot-{t}-{i}"]).fetchone()[0] for i in range(CALLS)]
-        with lock:
-            answers.extend(mine)
-
-    workers = [threading.Thread(target=buyer, args=(t,)) for t in range(THREADS)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
+    answers = race("SELECT (inventory.reserve('PY-HOT', 1, %s)).status", "py-hot", THREADS, CALLS)
     is_((answers.count("ok"), answers.count("insufficient"), len(answers)),
         (50, THREADS * CALLS - 50, THREADS * CALLS),
         f"{THREADS} threads, {THREADS * CALLS} reserves of 1 of 50 units: exactly 50 ok")
@@ -388,23 +394,7 @@ def reserve_now_section(conn, one, available):
     # threads racing for the last units, each call committed on its own
     one("SELECT inventory.restock(%s, %s, %s)", ["PY-NOW-HOT", 50, "py-in-now-hot"])
     THREADS, CALLS = 16, 12
-    answers = []
-    lock = threading.Lock()
-    start = threading.Barrier(THREADS)
-
-    def buyer(t):
-        with connect(autocommit=True) as c:
-            start.wait()
-            mine = [c.execute("SELECT inventory.reserve_now('PY-NOW-HOT', 1, %s)",
-                              [f"py-now-hot-{t}-{i}"]).fetchone()[0] for i in range(CALLS)]
-        with lock:
-            answers.extend(mine)
-
-    workers = [threading.Thread(target=buyer, args=(t,)) for t in range(THREADS)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
+    answers = race("SELECT inventory.reserve_now('PY-NOW-HOT', 1, %s)", "py-now-hot", THREADS, CALLS)
     is_((answers.count("ok"), answers.count("insufficient"), len(answers)),
         (50, THREADS * CALLS - 50, THREADS * CALLS),
         f"{THREADS} threads, {THREADS * CALLS} reserve_now calls of 1 of 50 units: exactly 50 'ok'")

@@ -33,7 +33,7 @@ use IPC::Run;
 use Time::HiRes qw(usleep time);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(wait_until inventory_node);
+use InventoryTest qw(wait_until inventory_node stock_vs_ledger_sql);
 
 my $CLIENTS  = 16;
 my $TXNS     = 1500;    # per client and round: far more than run before the crash
@@ -532,16 +532,7 @@ SELECT count(*) FROM inventory.stock WHERE NOT (0 <= reserved AND reserved <= on
 	# folded or not, still adds up to the stock (documented meaning of the
 	# ledger's rows: a restock adds qty, a confirm takes qty off the shelf,
 	# PENDING holds qty; version counts movements and settlements)
-	is($node->safe_psql('postgres', q{
-SELECT count(*)
-  FROM inventory.stock s
-  FULL JOIN (SELECT sku,
-                    sum(CASE WHEN kind = 'restock' THEN qty
-                             WHEN state = 'CONFIRMED' THEN -qty ELSE 0 END) AS on_hand,
-                    sum(CASE WHEN state = 'PENDING' THEN qty ELSE 0 END) AS reserved,
-                    count(*) + count(*) FILTER (WHERE state <> 'PENDING') AS version
-               FROM inventory.ledger GROUP BY sku) l USING (sku)
- WHERE (s.on_hand, s.reserved, s.version) IS DISTINCT FROM (l.on_hand, l.reserved, l.version)}),
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM (' . stock_vs_ledger_sql() . ') d'),
 		'0', "round $round: the stock of every SKU is the sum of its whole ledger");
 	# the cache started empty and loads from the tables
 	is($node->safe_psql('postgres', q{

@@ -20,7 +20,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(wait_until inventory_node);
+use InventoryTest qw(wait_until inventory_node psql_session said wait_said);
 
 my $node = inventory_node('commit_window', qq{
 inventory.worker_enabled = off
@@ -48,30 +48,6 @@ sub counters
 		"SELECT on_hand || ' ' || reserved || ' ' || holds || ' ' || in_flight FROM inventory.sku_stats WHERE sku = 'W'");
 }
 
-# A psql session driven by hand: start it, write to it, read what it said.
-sub session
-{
-	my %s = (in => '', out => '', err => '');
-	$s{run} = IPC::Run::start(
-		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres') ],
-		'<', \$s{in}, '>', \$s{out}, '2>', \$s{err},
-		IPC::Run::timeout($timeout));
-	return \%s;
-}
-
-sub said
-{
-	my ($s, $re) = @_;
-	$s->{run}->pump_nb;
-	return $s->{out} =~ $re;
-}
-
-sub wait_said
-{
-	my ($s, $re) = @_;
-	$s->{run}->pump until $s->{out} =~ $re;
-}
-
 # window(key, ttl, statement, its answer, counters after both): the
 # reservation is made under key by one session and held in the middle of
 # its commit; statement runs in a second one.
@@ -81,7 +57,7 @@ sub window
 	my $before = counters();
 	my ($on_hand, $reserved) = split / /, $before;
 
-	my $maker = session();
+	my $maker = psql_session($node, $timeout, 1);
 	$maker->{in} .= "BEGIN;\nSELECT status FROM inventory.reserve('W', 1, '$key', ttl => '$ttl');\nSELECT 'pid=' || pg_backend_pid();\n";
 	wait_said($maker, qr/^pid=(\d+)$/m);
 	like($maker->{out}, qr/^ok$/m, "$key: reserved, not committed yet");
@@ -104,7 +80,7 @@ sub window
 		"PENDING $on_hand $reserved 1 1",
 		"$key: in the window the row is seen, the counters do not have it yet");
 
-	my $settler = session();
+	my $settler = psql_session($node, $timeout, 1);
 	$settler->{in} .= "SELECT 'pid=' || pg_backend_pid();\n$stmt;\n";
 	wait_said($settler, qr/^pid=(\d+)$/m);
 	my ($spid) = $settler->{out} =~ /^pid=(\d+)$/m;

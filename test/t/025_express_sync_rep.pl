@@ -15,13 +15,12 @@
 # for reserve().  On the standby reserve_now() is refused (25006).
 use strict;
 use warnings;
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(wait_until inventory_node);
+use InventoryTest qw(wait_until inventory_node psql_session said wait_said);
 
 my $DEADLINE = 30;    # seconds, for every wait of this test
 
@@ -69,28 +68,11 @@ sub run_sql
 # A psql session driven by hand, on the primary: it says its pid first
 sub session
 {
-	my %s = (in => '', out => '', err => '');
-	$s{run} = IPC::Run::start(
-		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=0', '-d', $primary->connstr('postgres') ],
-		'<', \$s{in}, '>', \$s{out}, '2>', \$s{err},
-		IPC::Run::timeout(3 * $DEADLINE));
-	$s{in} .= "SELECT 'pid=' || pg_backend_pid();\n";
-	wait_said(\%s, qr/^pid=(\d+)$/m);
-	($s{pid}) = $s{out} =~ /^pid=(\d+)$/m;
-	return \%s;
-}
-
-sub said
-{
-	my ($s, $re) = @_;
-	$s->{run}->pump_nb;
-	return $s->{out} =~ $re;
-}
-
-sub wait_said
-{
-	my ($s, $re) = @_;
-	$s->{run}->pump until $s->{out} =~ $re;
+	my $s = psql_session($primary, 3 * $DEADLINE, 0);
+	$s->{in} .= "SELECT 'pid=' || pg_backend_pid();\n";
+	wait_said($s, qr/^pid=(\d+)$/m);
+	($s->{pid}) = $s->{out} =~ /^pid=(\d+)$/m;
+	return $s;
 }
 
 # a session's call of reserve_now() for key, sent; its answer follows as

@@ -11,7 +11,7 @@ use PostgreSQL::Test::Utils;
 
 our @EXPORT_OK = qw(inventory_node wait_until history_sql sale_sql replay_checks sells_once
   describe_sql key_checks_sql reserve_now_client reserve_now_log stock_vs_ledger_sql
-  express_writer_sql);
+  express_writer_sql psql_session said wait_said);
 
 # inventory_node(NAME, [CONF, [INIT_ARGS...]]): a new server, initialised
 # with INIT_ARGS (allows_streaming => 1, ...), that preloads inventory and
@@ -25,6 +25,37 @@ sub inventory_node
 		"shared_preload_libraries = 'inventory'\n" . ($conf // ''));
 	$node->start;
 	return $node;
+}
+
+# psql_session(NODE, TIMEOUT, ON_ERROR_STOP): a psql session on NODE's
+# database postgres, driven by hand: write statements to $s->{in}, read
+# what it said in $s->{out} (with said() and wait_said()), $s->{err}.
+sub psql_session
+{
+	my ($node, $timeout, $on_error_stop) = @_;
+	my %s = (in => '', out => '', err => '');
+	$s{run} = IPC::Run::start(
+		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=' . ($on_error_stop ? 1 : 0),
+		  '-d', $node->connstr('postgres') ],
+		'<', \$s{in}, '>', \$s{out}, '2>', \$s{err},
+		IPC::Run::timeout($timeout));
+	return \%s;
+}
+
+# said(S, RE): has session S said something that matches RE yet?
+sub said
+{
+	my ($s, $re) = @_;
+	$s->{run}->pump_nb;
+	return $s->{out} =~ $re;
+}
+
+# wait_said(S, RE): waits until session S says something that matches RE
+# (the session's timeout bounds the wait).
+sub wait_said
+{
+	my ($s, $re) = @_;
+	$s->{run}->pump until $s->{out} =~ $re;
 }
 
 # wait_until(SECONDS, CODE): polls CODE every 50 ms until it returns true or
