@@ -13,6 +13,7 @@ OBJS = \
 	src/api/args.o \
 	src/api/batch.o \
 	src/api/cart.o \
+	src/api/db_stats.o \
 	src/api/express_batch.o \
 	src/api/outcome.o \
 	src/api/reserve_now.o \
@@ -32,6 +33,7 @@ OBJS = \
 	src/shmem/escrow.o \
 	src/shmem/express.o \
 	src/shmem/keyfilter.o \
+	src/shmem/metrics.o \
 	src/shmem/pool.o \
 	src/tables/catalog.o \
 	src/tables/keyscan.o \

@@ -96,3 +96,88 @@ TO inventory_monitor;
 GRANT SELECT ON inventory.stock, inventory.sku_stats, inventory.worker_status,
 	inventory.key_filter, inventory.express_status
 TO inventory_monitor;
+
+------------------------------------------------------------------------------
+-- Figures of every database, for a monitoring tool connected to one
+------------------------------------------------------------------------------
+
+CREATE FUNCTION inventory.call_stats(
+	OUT datname name, OUT call text, OUT status text, OUT calls bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'inventory_call_stats' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.call_stats() IS
+	'what callers were told since the server started: the answers of every call by status, in every database';
+
+CREATE VIEW inventory.call_stats AS SELECT * FROM inventory.call_stats();
+COMMENT ON VIEW inventory.call_stats IS
+	'what callers were told since the server started: the answers of every call by status, in every database';
+COMMENT ON COLUMN inventory.call_stats.datname IS 'the database';
+COMMENT ON COLUMN inventory.call_stats.call IS 'the function called: reserve, reserve_now, reserve_many, reserve_cart, confirm, cancel, extend, confirm_order, cancel_order, restock, adjust or withdraw';
+COMMENT ON COLUMN inventory.call_stats.status IS 'the status it answered; a call answering a set counts each row';
+COMMENT ON COLUMN inventory.call_stats.calls IS 'how many times, since the server started, whether or not the caller''s transaction then committed';
+
+CREATE FUNCTION inventory.movement_stats(
+	OUT datname name, OUT movement text, OUT committed bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'inventory_movement_stats' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.movement_stats() IS
+	'the movements committed since the server started, by kind, in every database';
+
+CREATE VIEW inventory.movement_stats AS SELECT * FROM inventory.movement_stats();
+COMMENT ON VIEW inventory.movement_stats IS
+	'the movements committed since the server started, by kind, in every database';
+COMMENT ON COLUMN inventory.movement_stats.datname IS 'the database';
+COMMENT ON COLUMN inventory.movement_stats.movement IS 'reserve, confirm, cancel, expire, extend, restock, stocktake or withdraw';
+COMMENT ON COLUMN inventory.movement_stats.committed IS 'how many committed since the server started, by any call, worker or statement';
+
+CREATE FUNCTION inventory.cache_by_database(
+	OUT datname name, OUT entries bigint, OUT holds bigint, OUT pins bigint,
+	OUT unfolded bigint, OUT restoring_since timestamptz)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'inventory_cache_by_database' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.cache_by_database() IS
+	'every database''s SKUs in the cache, summed: holds of transactions in flight, and a restore under way';
+
+CREATE VIEW inventory.cache_by_database AS SELECT * FROM inventory.cache_by_database();
+COMMENT ON VIEW inventory.cache_by_database IS
+	'every database''s SKUs in the cache, summed: holds of transactions in flight, and a restore under way';
+COMMENT ON COLUMN inventory.cache_by_database.datname IS 'the database';
+COMMENT ON COLUMN inventory.cache_by_database.entries IS 'its SKUs in the cache';
+COMMENT ON COLUMN inventory.cache_by_database.holds IS 'units held by transactions in flight, not committed yet';
+COMMENT ON COLUMN inventory.cache_by_database.pins IS 'transactions with a change in flight, counted once per SKU they change';
+COMMENT ON COLUMN inventory.cache_by_database.unfolded IS 'settled movements the worker has not folded yet';
+COMMENT ON COLUMN inventory.cache_by_database.restoring_since IS 'when a restore of its tables began, while it runs: sales there are refused until it ends';
+
+CREATE FUNCTION inventory.hot_skus(
+	OUT datname name, OUT sku text, OUT rank integer, OUT on_hand bigint,
+	OUT reserved bigint, OUT holds bigint, OUT available bigint,
+	OUT reserves bigint, OUT rejects bigint, OUT confirms bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'inventory_hot_skus' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.hot_skus() IS
+	'each database''s hottest SKUs in the cache, at most inventory.hot_skus of them: those with the most reserves committed and refused since they were loaded';
+
+CREATE VIEW inventory.hot_skus AS SELECT * FROM inventory.hot_skus();
+COMMENT ON VIEW inventory.hot_skus IS
+	'each database''s hottest SKUs in the cache, at most inventory.hot_skus of them: those with the most reserves committed and refused since they were loaded';
+COMMENT ON COLUMN inventory.hot_skus.datname IS 'the database';
+COMMENT ON COLUMN inventory.hot_skus.sku IS 'the SKU';
+COMMENT ON COLUMN inventory.hot_skus.rank IS '1 for the hottest of its database';
+COMMENT ON COLUMN inventory.hot_skus.on_hand IS 'units in stock, committed';
+COMMENT ON COLUMN inventory.hot_skus.reserved IS 'units reserved, committed';
+COMMENT ON COLUMN inventory.hot_skus.holds IS 'units held by transactions in flight';
+COMMENT ON COLUMN inventory.hot_skus.available IS 'on_hand - reserved - holds';
+COMMENT ON COLUMN inventory.hot_skus.reserves IS 'reservations committed since the SKU was loaded into the cache';
+COMMENT ON COLUMN inventory.hot_skus.rejects IS 'reserves refused as insufficient since it was loaded';
+COMMENT ON COLUMN inventory.hot_skus.confirms IS 'confirms committed since it was loaded';
+
+REVOKE ALL ON inventory.call_stats, inventory.movement_stats,
+	inventory.cache_by_database, inventory.hot_skus FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION inventory.call_stats(), inventory.movement_stats(),
+	inventory.cache_by_database(), inventory.hot_skus() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.call_stats(), inventory.movement_stats(),
+	inventory.cache_by_database(), inventory.hot_skus()
+TO inventory_admin, inventory_monitor;
+GRANT SELECT ON inventory.call_stats, inventory.movement_stats,
+	inventory.cache_by_database, inventory.hot_skus
+TO inventory_admin, inventory_monitor;

@@ -26,6 +26,7 @@
 #include "shmem/cache.h"
 #include "shmem/express.h"
 #include "shmem/keyfilter.h"
+#include "shmem/metrics.h"
 #include "shmem/pool.h"
 #include "tables/ledger_row.h"
 #include "worker/launcher.h"
@@ -42,11 +43,16 @@ void		_PG_init(void);
 static void
 InventoryShmemRequest(void)
 {
+	Size		size;
+
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(add_size(add_size(add_size(CacheShmemSize(), PoolShmemSize()),
-											 KeyFilterShmemSize()),
-									ExpressShmemSize()));
+	size = CacheShmemSize();
+	size = add_size(size, PoolShmemSize());
+	size = add_size(size, KeyFilterShmemSize());
+	size = add_size(size, ExpressShmemSize());
+	size = add_size(size, MetricsShmemSize());
+	RequestAddinShmemSpace(size);
 	RequestNamedLWLockTranche("inventory", INV_NUM_LOCKS);
 }
 
@@ -60,6 +66,7 @@ InventoryShmemStartup(void)
 	PoolShmemInit();
 	KeyFilterShmemInit();
 	ExpressShmemInit();
+	MetricsShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -83,6 +90,7 @@ _PG_init(void)
 	KeyFilterInit();
 	PoolInit();
 	ExpressInit();
+	MetricsInit();
 	PendingInit();
 	UtilityInit();
 	WorkerInit();

@@ -13,6 +13,7 @@
 /* LWLocks of the "inventory" tranche */
 #define INV_LOCK_CACHE			0
 #define INV_LOCK_POOL			1
-#define INV_NUM_LOCKS			2
+#define INV_LOCK_METRICS		2
+#define INV_NUM_LOCKS			3
 
 #endif							/* INVENTORY_H */

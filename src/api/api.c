@@ -304,7 +304,7 @@ inventory_reserve(PG_FUNCTION_ARGS)
 	CheckWritable("inventory.reserve()");
 	ReserveAlone(sku, qty, order_id, batch_id, expires_at,
 				 has_expected ? &expected : NULL, buyer_id, &o);
-	return OutcomeDatum(&o);
+	return OutcomeAnswer(INV_CALL_RESERVE, &o);
 }
 
 /* ---- confirm, cancel, extend ---- */
@@ -424,7 +424,8 @@ ReservationCall(FunctionCallInfo fcinfo, ReservationOp op)
 		new_expires = ExpiresAt(fcinfo, 2, now);
 	}
 	SettleReservation(op, order_id, batch_id, now, new_expires, &o);
-	return OutcomeDatum(&o);
+	return OutcomeAnswer(op == OP_CONFIRM ? INV_CALL_CONFIRM :
+						 op == OP_CANCEL ? INV_CALL_CANCEL : INV_CALL_EXTEND, &o);
 }
 
 PG_FUNCTION_INFO_V1(inventory_confirm);
@@ -462,7 +463,7 @@ inventory_restock(PG_FUNCTION_ARGS)
 	LedgerNew	n;
 
 	if (StartMovement(fcinfo, INV_KIND_RESTOCK, &a, &o))
-		return OutcomeDatum(&o);
+		return OutcomeAnswer(INV_CALL_RESTOCK, &o);
 
 	CacheMakeKey(&key, VARDATA_ANY(a.sku), VARSIZE_ANY_EXHDR(a.sku));
 	entry = PendingPin(&key);
@@ -486,7 +487,7 @@ inventory_restock(PG_FUNCTION_ARGS)
 	o.has_counters = true;
 	o.available = InvViewAvailable(&view);
 	o.version = view.version;
-	return OutcomeDatum(&o);
+	return OutcomeAnswer(INV_CALL_RESTOCK, &o);
 }
 
 /*
@@ -507,7 +508,7 @@ inventory_withdraw(PG_FUNCTION_ARGS)
 	LedgerNew	n;
 
 	if (StartMovement(fcinfo, INV_KIND_WITHDRAW, &a, &o))
-		return OutcomeDatum(&o);
+		return OutcomeAnswer(INV_CALL_WITHDRAW, &o);
 
 	CacheMakeKey(&key, VARDATA_ANY(a.sku), VARSIZE_ANY_EXHDR(a.sku));
 	admit = PendingReserve(&key, a.qty, NULL, NULL, &view);
@@ -515,7 +516,7 @@ inventory_withdraw(PG_FUNCTION_ARGS)
 	if (admit != INV_ADMIT_OK)
 	{
 		o.status = RefusalStatus(admit);
-		return OutcomeDatum(&o);
+		return OutcomeAnswer(INV_CALL_WITHDRAW, &o);
 	}
 
 	/* the trigger binds the hold just taken to the row */
@@ -524,7 +525,7 @@ inventory_withdraw(PG_FUNCTION_ARGS)
 
 	o.ok = true;
 	o.status = "ok";
-	return OutcomeDatum(&o);
+	return OutcomeAnswer(INV_CALL_WITHDRAW, &o);
 }
 
 PG_FUNCTION_INFO_V1(inventory_adjust);
@@ -546,7 +547,7 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	int			spi;
 
 	if (StartMovement(fcinfo, INV_KIND_ADJUST, &a, &o))
-		return OutcomeDatum(&o);
+		return OutcomeAnswer(INV_CALL_ADJUST, &o);
 
 	/* stocktakes of one SKU take turns, so each counts from the last */
 	arg = PointerGetDatum(a.sku);
@@ -556,7 +557,7 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	if (found == 0)
 	{
 		o.status = "unknown_sku";
-		return OutcomeDatum(&o);
+		return OutcomeAnswer(INV_CALL_ADJUST, &o);
 	}
 
 	CacheMakeKey(&key, VARDATA_ANY(a.sku), VARSIZE_ANY_EXHDR(a.sku));
@@ -567,7 +568,7 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	{
 		PendingUnpinSince(&key, mark);
 		o.status = RefusalStatus(admit);
-		return OutcomeDatum(&o);
+		return OutcomeAnswer(INV_CALL_ADJUST, &o);
 	}
 
 	NewMovement(&n, a.order_id, a.batch_id, INV_KIND_ADJUST, a.sku, delta);
@@ -577,7 +578,7 @@ inventory_adjust(PG_FUNCTION_ARGS)
 
 	o.ok = true;
 	o.status = "ok";
-	return OutcomeDatum(&o);
+	return OutcomeAnswer(INV_CALL_ADJUST, &o);
 }
 
 /* ---- available and expire ---- */

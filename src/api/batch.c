@@ -87,7 +87,6 @@ PG_FUNCTION_INFO_V1(inventory_reserve_many);
 Datum
 inventory_reserve_many(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	text	  **skus;
 	int64	   *qtys;
 	text	  **order_ids;
@@ -100,6 +99,7 @@ inventory_reserve_many(PG_FUNCTION_ARGS)
 	int			nbuyers = ArgTextArray(fcinfo, 4, "buyer_ids", LedgerCheckBuyerId,
 									   true, &buyer_ids);
 	LedgerWriter writer;
+	OutcomeSet	set;
 
 	CheckWritable("inventory.reserve_many()");
 	if (nqtys != n || norders != n || (nbuyers >= 0 && nbuyers != n))
@@ -112,7 +112,7 @@ inventory_reserve_many(PG_FUNCTION_ARGS)
 				 errdetail("skus has %d elements, qtys %d and order_ids %d.",
 						   n, nqtys, norders)));
 
-	InitMaterializedSRF(fcinfo, 0);
+	OutcomeSetInit(&set, INV_CALL_RESERVE_MANY, fcinfo);
 	if (n == 0)
 		return (Datum) 0;
 
@@ -126,8 +126,9 @@ inventory_reserve_many(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 		ReserveOne(skus[i], qtys[i], order_ids[i], 1, expires_at, NULL,
 				   buyer_ids ? buyer_ids[i] : NULL, &writer, &o);
-		tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
+		OutcomePut(&set, &o);
 	}
 	LedgerWriterClose(&writer);
+	OutcomeSetDone(&set);
 	return (Datum) 0;
 }

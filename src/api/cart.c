@@ -146,7 +146,6 @@ PG_FUNCTION_INFO_V1(inventory_reserve_cart);
 Datum
 inventory_reserve_cart(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	text	   *order_id = ArgOrderId(fcinfo, 0);
 	text	  **skus;
 	int64	   *qtys;
@@ -168,6 +167,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 	bool		refused = false;
 	LedgerWriter writer;
 	LedgerRow	extra;
+	OutcomeSet	set;
 
 	CheckWritable("inventory.reserve_cart()");
 	if (n != nqtys)
@@ -191,7 +191,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 			batches[i] = i + 1;
 	}
 
-	InitMaterializedSRF(fcinfo, 0);
+	OutcomeSetInit(&set, INV_CALL_RESERVE_CART, fcinfo);
 	group = palloc(n * sizeof(int));
 	ng = GroupLines(skus, qtys, n, &g, group);
 
@@ -235,8 +235,9 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 			OutcomeInit(&o, skus[i], qtys[i]);
 			OutcomeReplay(order_id, batches[i], &found[i], INV_KIND_RESERVE,
 						  skus[i], qtys[i], buyer_id, &o);
-			tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
+			OutcomePut(&set, &o);
 		}
+		OutcomeSetDone(&set);
 		return (Datum) 0;
 	}
 
@@ -265,8 +266,9 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 			OutcomeInit(&o, skus[i], qtys[i]);
 			o.status = g[group[i]].status ? g[group[i]].status : "cart_refused";
 			OutcomeSetCounters(&o, &g[group[i]].view);
-			tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
+			OutcomePut(&set, &o);
 		}
+		OutcomeSetDone(&set);
 		return (Datum) 0;
 	}
 
@@ -292,9 +294,10 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 		o.state = INV_PENDING;
 		o.has_expires_at = true;
 		o.expires_at = expires_at;
-		tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
+		OutcomePut(&set, &o);
 	}
 	LedgerWriterClose(&writer);
+	OutcomeSetDone(&set);
 	return (Datum) 0;
 }
 
@@ -302,15 +305,16 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 static Datum
 OrderCall(FunctionCallInfo fcinfo, ReservationOp op)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	text	   *order_id = ArgOrderId(fcinfo, 0);
 	TimestampTz now = GetCurrentStatementStartTimestamp();
 	int32	   *batches;
 	int			n;
+	OutcomeSet	set;
 
 	CheckWritable(op == OP_CONFIRM ? "inventory.confirm_order()" :
 				  "inventory.cancel_order()");
-	InitMaterializedSRF(fcinfo, 0);
+	OutcomeSetInit(&set, op == OP_CONFIRM ? INV_CALL_CONFIRM_ORDER :
+				   INV_CALL_CANCEL_ORDER, fcinfo);
 
 	n = LedgerOrderBatches(order_id, &batches);
 	if (n == 0)
@@ -319,15 +323,16 @@ OrderCall(FunctionCallInfo fcinfo, ReservationOp op)
 
 		memset(&o, 0, sizeof(o));
 		o.status = "not_found";
-		tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
+		OutcomePut(&set, &o);
 	}
 	for (int i = 0; i < n; i++)
 	{
 		Outcome		o;
 
 		SettleReservation(op, order_id, batches[i], now, 0, &o);
-		tuplestore_puttuple(rsinfo->setResult, OutcomeTuple(&o));
+		OutcomePut(&set, &o);
 	}
+	OutcomeSetDone(&set);
 	return (Datum) 0;
 }
 

@@ -72,7 +72,7 @@ OutcomeAvailable(const Outcome *o)
 	return available;
 }
 
-HeapTuple
+static HeapTuple
 OutcomeTuple(const Outcome *o)
 {
 	TupleDesc	desc = OutcomeDesc();
@@ -98,10 +98,39 @@ OutcomeTuple(const Outcome *o)
 	return heap_form_tuple(desc, values, nulls);
 }
 
+/* The row a call answers, counted as told. */
 Datum
-OutcomeDatum(const Outcome *o)
+OutcomeAnswer(InvCall call, const Outcome *o)
 {
-	return HeapTupleGetDatum(OutcomeTuple(o));
+	Datum		d = HeapTupleGetDatum(OutcomeTuple(o));
+
+	MetricsTold(call, MetricsStatus(o->status), 1);
+	return d;
+}
+
+void
+OutcomeSetInit(OutcomeSet *set, InvCall call, FunctionCallInfo fcinfo)
+{
+	memset(set, 0, sizeof(OutcomeSet));
+	set->call = call;
+	set->rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	InitMaterializedSRF(fcinfo, 0);
+}
+
+void
+OutcomePut(OutcomeSet *set, const Outcome *o)
+{
+	tuplestore_puttuple(set->rsinfo->setResult, OutcomeTuple(o));
+	set->told[MetricsStatus(o->status)]++;
+}
+
+/* The call has answered every row: counts them as told. */
+void
+OutcomeSetDone(OutcomeSet *set)
+{
+	for (int st = 0; st < INV_NUM_STATUSES; st++)
+		if (set->told[st] > 0)
+			MetricsTold(set->call, (InvStatus) st, set->told[st]);
 }
 
 void

@@ -9,9 +9,11 @@
 
 #include "access/htup.h"
 #include "fmgr.h"
+#include "nodes/execnodes.h"
 
 #include "shmem/cache.h"
 #include "shmem/escrow.h"
+#include "shmem/metrics.h"
 #include "tables/ledger_row.h"
 #include "types/state.h"
 
@@ -40,8 +42,21 @@ typedef enum ReservationOp
 } ReservationOp;
 
 extern void OutcomeInit(Outcome *o, text *sku, int64 qty);
-extern HeapTuple OutcomeTuple(const Outcome *o);
-extern Datum OutcomeDatum(const Outcome *o);
+/*
+ * The rows of a call that answers a set of them; the statuses are counted
+ * as told (shmem/metrics.c) once the call has put them all.
+ */
+typedef struct OutcomeSet
+{
+	InvCall		call;
+	ReturnSetInfo *rsinfo;
+	int64		told[INV_NUM_STATUSES];
+} OutcomeSet;
+
+extern Datum OutcomeAnswer(InvCall call, const Outcome *o);
+extern void OutcomeSetInit(OutcomeSet *set, InvCall call, FunctionCallInfo fcinfo);
+extern void OutcomePut(OutcomeSet *set, const Outcome *o);
+extern void OutcomeSetDone(OutcomeSet *set);
 extern void OutcomeSetCounters(Outcome *o, const InvView *view);
 extern void OutcomeReadCounters(Outcome *o);
 extern void OutcomeSetMovement(Outcome *o, const LedgerRow *m);

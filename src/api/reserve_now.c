@@ -352,12 +352,15 @@ inventory_reserve_now(PG_FUNCTION_ARGS)
 	TimestampTz now = GetCurrentStatementStartTimestamp();
 	TimestampTz expires_at = ExpiresAt(fcinfo, 4, now);
 	text	   *buyer_id = ArgBuyerId(fcinfo, 5);
+	const char *status;
 
 	CheckOwnCommit();
 	if (inv_max_express_writers == 0)
-		PG_RETURN_TEXT_P(cstring_to_text(ReserveInOwnTransaction(sku, qty, order_id,
-																 batch_id, expires_at,
-																 buyer_id)));
-	PG_RETURN_TEXT_P(cstring_to_text(ReserveNow(sku, qty, order_id, batch_id, now,
-												expires_at, buyer_id)));
+		status = ReserveInOwnTransaction(sku, qty, order_id, batch_id,
+										 expires_at, buyer_id);
+	else
+		status = ReserveNow(sku, qty, order_id, batch_id, now, expires_at,
+							buyer_id);
+	MetricsTold(INV_CALL_RESERVE_NOW, MetricsStatus(status), 1);
+	PG_RETURN_TEXT_P(cstring_to_text(status));
 }

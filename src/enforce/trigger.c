@@ -444,8 +444,10 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 				rc.counts.restocks = 1;
 				break;
 			case INV_KIND_ADJUST:
-			case INV_KIND_WITHDRAW:
 				rc.counts.adjusts = 1;
+				break;
+			case INV_KIND_WITHDRAW:
+				rc.counts.withdraws = 1;
 				break;
 		}
 		/* a restock, a stocktake or a withdrawal is settled when made */
@@ -480,6 +482,10 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 			else if (new.state == INV_EXPIRED)
 				rc.counts.expiries = 1;
 		}
+		else if (new.kind == INV_KIND_RESERVE && new.state == INV_PENDING &&
+				 (new.has_expires_at != old.has_expires_at ||
+				  new.expires_at != old.expires_at))
+			rc.counts.extends = 1;
 		rc.unfolded = LedgerRowIsSettled(&new) && !LedgerRowIsSettled(&old) ? 1 : 0;
 	}
 	LedgerRowEffect(&new, &enew);

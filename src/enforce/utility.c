@@ -38,6 +38,7 @@
 #include "enforce/restore.h"
 #include "enforce/utility.h"
 #include "shmem/express.h"
+#include "shmem/metrics.h"
 #include "shmem/pool.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
@@ -313,7 +314,10 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	PG_END_TRY();
 	Resume();
 	if (IsA(stmt, DropdbStmt) && OidIsValid(paused))
+	{
 		PoolForget(paused);
+		MetricsForget(paused);
+	}
 	if (restore)
 		RestoreFinish();
 	if (triggers)

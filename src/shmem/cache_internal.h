@@ -52,6 +52,7 @@ typedef struct InvShared
 	pg_atomic_uint64 evictions;
 	pg_atomic_uint32 nrestoring; /* entries of restoring[] in use */
 	Oid			restoring[MAX_RESTORES];	/* under lock; InvalidOid: free */
+	TimestampTz restoring_since[MAX_RESTORES];	/* under lock */
 } InvShared;
 
 extern InvShared *inv_cache;

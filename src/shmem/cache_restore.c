@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "utils/timestamp.h"
 
 #include "shmem/cache_internal.h"
 #include "shmem/cache_restore.h"
@@ -65,6 +66,7 @@ CacheBeginRestore(void)
 	{
 		RemoveDatabaseEntries();
 		inv_cache->restoring[slot] = MyDatabaseId;
+		inv_cache->restoring_since[slot] = GetCurrentTimestamp();
 		pg_atomic_fetch_add_u32(&inv_cache->nrestoring, 1);
 		inv_cache_restoring_here = true;
 	}

@@ -165,3 +165,106 @@ CacheGetInfo(InvCacheInfo *info)
 	info->loads = pg_atomic_read_u64(&inv_cache->loads);
 	info->evictions = pg_atomic_read_u64(&inv_cache->evictions);
 }
+
+/* The database's figures in dbs[0..*n), added at the end if missing. */
+static InvDbCache *
+DbFigures(InvDbCache **dbs, int *n, int *size, Oid dboid, int top)
+{
+	for (int i = 0; i < *n; i++)
+		if ((*dbs)[i].dboid == dboid)
+			return &(*dbs)[i];
+	if (*n == *size)
+	{
+		*size *= 2;
+		*dbs = repalloc(*dbs, *size * sizeof(InvDbCache));
+	}
+	memset(&(*dbs)[*n], 0, sizeof(InvDbCache));
+	(*dbs)[*n].dboid = dboid;
+	(*dbs)[*n].hot = palloc(Max(top, 1) * sizeof(InvHotSku));
+	return &(*dbs)[(*n)++];
+}
+
+/* Keeps the entry among the database's top hottest, unordered. */
+static void
+ConsiderHot(InvDbCache *db, int top, const InvHotSku *candidate)
+{
+	int			coldest = 0;
+
+	if (candidate->demand <= 0 || top <= 0)
+		return;
+	if (db->nhot < top)
+	{
+		db->hot[db->nhot++] = *candidate;
+		return;
+	}
+	for (int i = 1; i < db->nhot; i++)
+		if (db->hot[i].demand < db->hot[coldest].demand)
+			coldest = i;
+	if (candidate->demand > db->hot[coldest].demand)
+		db->hot[coldest] = *candidate;
+}
+
+static int
+HotterFirst(const void *a, const void *b)
+{
+	const InvHotSku *x = a;
+	const InvHotSku *y = b;
+
+	if (x->demand != y->demand)
+		return x->demand > y->demand ? -1 : 1;
+	return strcmp(x->sku, y->sku);
+}
+
+/*
+ * Every database's entries summed, and its top hottest SKUs: those asked
+ * for the most units since they were loaded.  One pass over the cache, so
+ * that a monitoring tool reads a catalogue of any size at the cost of its
+ * entries, and gets a bounded number of rows.
+ */
+InvDbCache *
+CacheByDatabase(int top, int *count)
+{
+	HASH_SEQ_STATUS status;
+	InvEntry   *entry;
+	int			size = 4;
+	int			n = 0;
+	InvDbCache *dbs;
+
+	*count = 0;
+	if (inv_cache == NULL)
+		return NULL;
+	dbs = palloc(size * sizeof(InvDbCache));
+	LWLockAcquire(inv_cache->lock, LW_SHARED);
+	hash_seq_init(&status, inv_cache_hash);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		InvDbCache *db = DbFigures(&dbs, &n, &size, entry->key.dbid, top);
+		InvHotSku	h;
+		bool		keep;
+
+		SpinLockAcquire(&entry->mutex);
+		keep = !entry->loading && entry->exists;
+		FillView(entry, &h.view);
+		h.stats = entry->stats;
+		SpinLockRelease(&entry->mutex);
+		if (!keep)
+			continue;
+		db->entries++;
+		db->holds += h.view.holds;
+		db->pins += h.view.pins;
+		db->unfolded += h.view.unfolded;
+		memcpy(h.sku, entry->key.sku, sizeof(h.sku));
+		h.demand = h.stats.reserves + h.stats.rejects;
+		ConsiderHot(db, top, &h);
+	}
+	for (int i = 0; i < MAX_RESTORES; i++)
+		if (OidIsValid(inv_cache->restoring[i]))
+			DbFigures(&dbs, &n, &size, inv_cache->restoring[i], top)->restoring_since =
+				inv_cache->restoring_since[i];
+	LWLockRelease(inv_cache->lock);
+
+	for (int i = 0; i < n; i++)
+		qsort(dbs[i].hot, dbs[i].nhot, sizeof(InvHotSku), HotterFirst);
+	*count = n;
+	return dbs;
+}

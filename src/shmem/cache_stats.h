@@ -40,4 +40,27 @@ typedef struct InvCacheInfo
 
 extern void CacheGetInfo(InvCacheInfo *info);
 
+/* every database's entries, summed, with its hottest SKUs */
+typedef struct InvHotSku
+{
+	char		sku[INV_SKU_MAXLEN + 1];
+	InvView		view;
+	InvCounters stats;
+	int64		demand;			/* reserves committed and refused since loaded */
+} InvHotSku;
+
+typedef struct InvDbCache
+{
+	Oid			dboid;
+	int64		entries;
+	int64		holds;			/* units held by transactions in flight */
+	int64		pins;			/* transactions with changes in flight */
+	int64		unfolded;
+	TimestampTz restoring_since;	/* 0: not restoring */
+	int			nhot;
+	InvHotSku  *hot;			/* up to the top asked for, hottest first */
+} InvDbCache;
+
+extern InvDbCache *CacheByDatabase(int top, int *count);
+
 #endif							/* INVENTORY_CACHE_STATS_H */

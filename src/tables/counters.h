@@ -43,7 +43,9 @@ typedef struct InvCounters
 	int64		cancels;
 	int64		expiries;
 	int64		restocks;
-	int64		adjusts;
+	int64		adjusts;		/* stocktakes */
+	int64		withdraws;
+	int64		extends;
 } InvCounters;
 
 /* Adds the counters of the settled work counted in src to dst. */
@@ -58,6 +60,8 @@ InvCountersAdd(InvCounters *dst, const InvCounters *src)
 	dst->expiries += src->expiries;
 	dst->restocks += src->restocks;
 	dst->adjusts += src->adjusts;
+	dst->withdraws += src->withdraws;
+	dst->extends += src->extends;
 }
 
 #endif							/* INVENTORY_COUNTERS_H */

@@ -27,6 +27,7 @@
 #include "shmem/cache.h"
 #include "shmem/cache_restore.h"
 #include "shmem/escrow.h"
+#include "shmem/metrics.h"
 #include "xact/pending.h"
 
 /* A SKU this transaction pins. */
@@ -690,6 +691,9 @@ MergeSubtransaction(SubTransactionId subid, SubTransactionId parent)
 static void
 EndTransaction(bool commit)
 {
+	InvCounters committed;
+
+	memset(&committed, 0, sizeof(committed));
 	for (int i = 0; i < nchanges; i++)
 	{
 		Change	   *c = &changes[i];
@@ -706,8 +710,11 @@ EndTransaction(bool commit)
 			/* records are in the order they were made */
 			TakeLaterRules(&s->has_rules, &s->rules, c->has_rules, &c->rules);
 			InvCountersAdd(&s->counts, &c->counts);
+			InvCountersAdd(&committed, &c->counts);
 		}
 	}
+	if (commit && nchanges > 0)
+		MetricsCommitted(&committed);
 
 	for (int i = 0; i < ntouched; i++)
 	{
