@@ -12,8 +12,9 @@
 #     ledger says changed (rows counted by kind and state); reserves
 #     rolled back (a transaction, a savepoint) move told and not committed;
 #   * the cache, the key filter, the workers, the express lane, the hot
-#     SKUs, the last verify and the replication slots are exported as the
-#     functions show them; every metric of the file is in the scrape;
+#     SKUs, the last verify, a restore under way (in shop3) and the
+#     replication slots are exported as the functions show them; every
+#     metric of the file is in the scrape;
 #   * a query with cache_seconds answers from the exporter's cache until
 #     that has passed, then reads again;
 #   * no query of the file fails (pg_exporter_last_scrape_error, the log),
@@ -57,8 +58,8 @@ log_statement = none
 }, allows_streaming => 'logical');
 
 $node->safe_psql('postgres', 'CREATE DATABASE shop');
-$node->safe_psql('postgres', 'CREATE DATABASE shop2');
-$node->safe_psql($_, 'CREATE EXTENSION inventory') for qw(shop shop2);
+$node->safe_psql('postgres', "CREATE DATABASE $_") for qw(shop2 shop3);
+$node->safe_psql($_, 'CREATE EXTENSION inventory') for qw(shop shop2 shop3);
 # as docs/monitoring.md says
 $node->safe_psql('shop', 'CREATE ROLE exporter LOGIN; GRANT inventory_monitor, pg_monitor TO exporter;');
 $node->safe_psql('shop', q{
@@ -262,10 +263,21 @@ my $cache1 = $node->safe_psql('shop', 'SELECT capacity || \' \' || entries FROM 
 my %slot_before = split /[|\n]/, $node->safe_psql('shop', q{
 SELECT slot_name, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) FROM pg_replication_slots});
 
+# a restore of shop3 under way: a COPY of inventory.sku by its owner, in a
+# transaction left open
+my $restore = $node->background_psql('shop3');
+$restore->query_safe('BEGIN');
+$restore->query_safe(q{COPY inventory.sku FROM PROGRAM $$echo R-1,7,0,2026-01-01 00:00:00+00,,,$$ (FORMAT csv)});
+my $restoring_sql = q{
+SELECT extract(epoch FROM clock_timestamp() - restoring_since) FROM inventory.cache_by_database
+ WHERE datname = 'shop3'};
+my $restoring_before = $node->safe_psql('shop', $restoring_sql);
+
 my $exp = start_exporter('exporter');
 my $text1 = first_scrape($exp);
 my $t1    = time;
 my $m1    = parse($text1);
+my $restoring_after = $node->safe_psql('shop', $restoring_sql);
 
 # --- the first scrape: the sale as the functions and the ledger tell it ----------
 
@@ -289,7 +301,13 @@ is(value($m1, 'inventory_key_filter_ready', datname => 'shop'), 1, 'the key filt
 cmp_ok(value($m1, 'inventory_key_filter_keys_added_total'), '>=', 1, 'it has keys');
 is(value($m1, 'inventory_database_cache_entries', datname => 'shop'), 3, 'shop has its 3 SKUs in the cache');
 is(value($m1, 'inventory_database_cache_entries', datname => 'shop2'), 1, 'shop2 has its one');
-is(value($m1, 'inventory_database_restoring_seconds', datname => 'shop'), 0, 'no restore runs');
+is(value($m1, 'inventory_database_restoring_seconds', datname => 'shop'), 0, 'no restore runs in shop');
+my $restoring = value($m1, 'inventory_database_restoring_seconds', datname => 'shop3');
+ok(defined $restoring && $restoring > 0 && $restoring >= $restoring_before && $restoring <= $restoring_after,
+	'the restore of shop3: how long it has run, between what SQL said before and after the scrape')
+  or diag("exported " . ($restoring // 'none') . ", before $restoring_before, after $restoring_after");
+$restore->query_safe('ROLLBACK');
+$restore->quit;
 is(value($m1, 'inventory_database_holds', datname => 'shop'), 0, 'no holds in flight');
 is(value($m1, 'inventory_verify_drift', datname => 'shop'), 0, 'the last verify of shop found no drift');
 my $verified = value($m1, 'inventory_verify_last_run_timestamp_seconds', datname => 'shop');
@@ -509,7 +527,7 @@ for my $e ($exp, $auto)
 		"$e->{name}: no query of the file failed (its log)");
 }
 is($node->safe_psql($_, 'SELECT count(*) FROM inventory.verify()'), '0', "verify() is empty in $_")
-  for qw(shop shop2);
+  for qw(shop shop2 shop3);
 
 $node->stop;
 done_testing();
