@@ -54,7 +54,7 @@ inventory_sku_stats(PG_FUNCTION_ARGS)
 		v[c++] = Int64GetDatum(e->stats.cancels);
 		v[c++] = Int64GetDatum(e->stats.expiries);
 		v[c++] = Int64GetDatum(e->stats.restocks);
-		v[c++] = Int64GetDatum(e->stats.adjusts + e->stats.withdraws);
+		v[c++] = Int64GetDatum(e->stats.adjusts);
 		v[c++] = TimestampTzGetDatum(e->loaded_at);
 		v[c++] = TimestampTzGetDatum(e->last_used);
 		Assert(c == SKU_STATS_COLS);

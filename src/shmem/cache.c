@@ -249,7 +249,7 @@ EntryLoad(const InvKey *key)
 	InvRulesNone(&entry->rules);
 	entry->gen = 0;
 	entry->last_used = entry->loaded_at = GetCurrentTimestamp();
-	memset(&entry->stats, 0, sizeof(InvCounters));
+	memset(&entry->stats, 0, sizeof(entry->stats));
 	entry->notify_pending = false;
 	entry->notify_seq = 0;
 	entry->notified_at = 0;

@@ -38,7 +38,7 @@ struct InvEntry
 	uint64		gen;
 	TimestampTz last_used;
 	TimestampTz loaded_at;
-	InvCounters stats;
+	InvSkuStats stats;
 	/* LISTEN inventory_stock (cache_notify.c) */
 	bool		notify_pending; /* committed available crossed zero */
 	uint32		notify_seq;		/* bumped at every crossing */

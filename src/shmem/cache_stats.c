@@ -143,7 +143,7 @@ CacheResetStats(void)
 		if (!InThisDatabase(&entry->key, relid))
 			continue;
 		SpinLockAcquire(&entry->mutex);
-		memset(&entry->stats, 0, sizeof(InvCounters));
+		memset(&entry->stats, 0, sizeof(entry->stats));
 		SpinLockRelease(&entry->mutex);
 	}
 	LWLockRelease(inv_cache->lock);

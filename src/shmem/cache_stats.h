@@ -19,7 +19,7 @@ typedef struct InvEntryCopy
 {
 	char		sku[INV_SKU_MAXLEN + 1];
 	InvView		view;
-	InvCounters stats;
+	InvSkuStats stats;
 	TimestampTz loaded_at;
 	TimestampTz last_used;
 } InvEntryCopy;
@@ -45,7 +45,7 @@ typedef struct InvHotSku
 {
 	char		sku[INV_SKU_MAXLEN + 1];
 	InvView		view;
-	InvCounters stats;
+	InvSkuStats stats;
 	int64		demand;			/* reserves committed and refused since loaded */
 } InvHotSku;
 

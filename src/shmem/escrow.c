@@ -250,7 +250,7 @@ EscrowEndTxn(InvEntry *entry, const InvTxnEnd *s)
 		entry->dropping = false;
 	if (s->has_rules)
 		entry->rules = s->rules;
-	InvCountersAdd(&entry->stats, &s->counts);
+	InvSkuStatsAdd(&entry->stats, &s->counts);
 	entry->unfolded += s->unfolded;
 	entry->pins--;
 	entry->gen++;

@@ -1,7 +1,8 @@
 /*
  * counters.h
- *	  The two kinds of counters a SKU has: what a change does to its stock
- *	  (InvEffect), and how many changes of each kind it saw (InvCounters).
+ *	  The counters of changes: what a change does to a SKU's stock
+ *	  (InvEffect), how many changes of each kind a transaction committed
+ *	  (InvCounters), and how many of each a cached SKU saw (InvSkuStats).
  */
 #ifndef INVENTORY_COUNTERS_H
 #define INVENTORY_COUNTERS_H
@@ -33,7 +34,7 @@ InvEffectDiff(InvEffect *dst, const InvEffect *to, const InvEffect *from)
 	dst->version = to->version - from->version;
 }
 
-/* Per-SKU statistics, in the style of pg_stat_statements. */
+/* The movements of a transaction, by kind: added to both below at commit. */
 typedef struct InvCounters
 {
 	int64		reserves;		/* reservations committed */
@@ -47,6 +48,36 @@ typedef struct InvCounters
 	int64		withdraws;
 	int64		extends;
 } InvCounters;
+
+/*
+ * Per-SKU statistics, in the style of pg_stat_statements: the counters of
+ * InvCounters that inventory.sku_stats shows, kept in every cache entry,
+ * whose size is a budget (stocktakes and withdrawals share adjusts).
+ */
+typedef struct InvSkuStats
+{
+	int64		reserves;
+	int64		rejects;
+	int64		conflicts;
+	int64		confirms;
+	int64		cancels;
+	int64		expiries;
+	int64		restocks;
+	int64		adjusts;		/* stocktakes and withdrawals */
+} InvSkuStats;
+
+static inline void
+InvSkuStatsAdd(InvSkuStats *dst, const InvCounters *src)
+{
+	dst->reserves += src->reserves;
+	dst->rejects += src->rejects;
+	dst->conflicts += src->conflicts;
+	dst->confirms += src->confirms;
+	dst->cancels += src->cancels;
+	dst->expiries += src->expiries;
+	dst->restocks += src->restocks;
+	dst->adjusts += src->adjusts + src->withdraws;
+}
 
 /* Adds the counters of the settled work counted in src to dst. */
 static inline void
