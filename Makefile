@@ -40,6 +40,7 @@ OBJS = \
 	src/tables/ledger_row.o \
 	src/tables/ledger_table.o \
 	src/tables/maintenance.o \
+	src/tables/markers.o \
 	src/tables/sku_row.o \
 	src/tables/stmt.o \
 	src/types/state.o \

@@ -319,7 +319,7 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		MetricsForget(paused);
 	}
 	if (restore)
-		RestoreFinish();
+		RestoreFinish(qc ? (int64) qc->nprocessed : -1);
 	if (triggers)
 		KeepTriggerStates();
 	if (IsCreateInventory(stmt) || IsDropInventory(stmt))
