@@ -22,6 +22,7 @@ OBJS = \
 	src/worker/express_writer.o \
 	src/worker/launcher.o \
 	src/worker/worker.o \
+	src/enforce/publication.o \
 	src/enforce/restore.o \
 	src/enforce/rules.o \
 	src/enforce/trigger.o \

@@ -1,0 +1,14 @@
+/*
+ * publication.h
+ *	  Publications that would stop the extension's writes.  See
+ *	  publication.c.
+ */
+#ifndef INVENTORY_PUBLICATION_H
+#define INVENTORY_PUBLICATION_H
+
+#include "postgres.h"
+
+extern bool PublicationsBreakTables(void);
+extern void PublicationsCheck(bool were_broken);
+
+#endif							/* INVENTORY_PUBLICATION_H */
