@@ -181,3 +181,25 @@ TO inventory_admin, inventory_monitor;
 GRANT SELECT ON inventory.call_stats, inventory.movement_stats,
 	inventory.cache_by_database, inventory.hot_skus
 TO inventory_admin, inventory_monitor;
+
+CREATE FUNCTION inventory.verify_status(
+	OUT datname name, OUT verified_at timestamptz, OUT checked bigint,
+	OUT drift bigint, OUT skipped bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'inventory_verify_status' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.verify_status() IS
+	'the last background verify of every database the workers serve (inventory.verify_interval): when, and what it found';
+
+CREATE VIEW inventory.verify_status AS SELECT * FROM inventory.verify_status();
+COMMENT ON VIEW inventory.verify_status IS
+	'the last background verify of every database the workers serve (inventory.verify_interval): when, and what it found';
+COMMENT ON COLUMN inventory.verify_status.datname IS 'the database';
+COMMENT ON COLUMN inventory.verify_status.verified_at IS 'when a worker last compared its cache with its tables; NULL: not since the server started';
+COMMENT ON COLUMN inventory.verify_status.checked IS 'SKUs of the cache compared';
+COMMENT ON COLUMN inventory.verify_status.drift IS 'differences found: the rows inventory.verify() would have returned; 0 is the only right answer';
+COMMENT ON COLUMN inventory.verify_status.skipped IS 'SKUs not compared because transactions kept changing them';
+
+REVOKE ALL ON inventory.verify_status FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION inventory.verify_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.verify_status() TO inventory_admin, inventory_monitor;
+GRANT SELECT ON inventory.verify_status TO inventory_admin, inventory_monitor;

@@ -1,9 +1,9 @@
 /*
  * stats.c
  *	  Views of shared memory: per-SKU statistics and the cache's own
- *	  figures (only the current database's SKUs are shown), the
- *	  background workers' view of every database they serve, and the
- *	  express lanes.
+ *	  figures (only the current database's SKUs are shown), the background
+ *	  workers' view of every database they serve and of its last verify,
+ *	  and the express lanes.
  */
 #include "postgres.h"
 
@@ -268,4 +268,39 @@ Datum
 inventory_express_fallbacks(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_INT64(ExpressFallbacks());
+}
+
+#define VERIFY_STATUS_COLS 5
+
+/* The last background verify of every database the workers serve. */
+PG_FUNCTION_INFO_V1(inventory_verify_status);
+Datum
+inventory_verify_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PoolDbStatus *dbs;
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	dbs = PoolCopyStatus(&n);
+	for (int i = 0; i < n; i++)
+	{
+		PoolVerify *v = &dbs[i].verify;
+		char	   *name = get_database_name(dbs[i].dboid);
+		Datum		vals[VERIFY_STATUS_COLS];
+		bool		nulls[VERIFY_STATUS_COLS] = {0};
+		bool		never = (v->verified_at == 0);
+
+		if (name == NULL)
+			continue;
+		vals[0] = CStringGetDatum(name);
+		vals[1] = TimestampTzGetDatum(v->verified_at);
+		vals[2] = Int64GetDatum(v->checked);
+		vals[3] = Int64GetDatum(v->differences);
+		vals[4] = Int64GetDatum(v->skipped);
+		for (int c = 1; c < VERIFY_STATUS_COLS; c++)
+			nulls[c] = never;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, nulls);
+	}
+	return (Datum) 0;
 }

@@ -29,6 +29,7 @@
 #include "shmem/cache_stats.h"
 #include "tables/catalog.h"
 #include "tables/ledger_table.h"
+#include "api/verify.h"
 #include "tables/stmt.h"
 #include "xact/pending.h"
 
@@ -101,35 +102,38 @@ ReadAllTruth(void)
 }
 
 static void
-ReportNullable(Tuplestorestate *ts, TupleDesc desc, const char *sku,
+ReportNullable(VerifyOut *out, const char *sku,
 			   const char *what, bool has_cached, int64 cached,
 			   bool has_truth, int64 truth)
 {
 	Datum		values[4];
 	bool		nulls[4] = {false, false, !has_cached, !has_truth};
 
+	out->differences++;
+	if (out->ts == NULL)
+		return;
 	values[0] = CStringGetTextDatum(sku);
 	values[1] = CStringGetTextDatum(what);
 	values[2] = Int64GetDatum(cached);
 	values[3] = Int64GetDatum(truth);
-	tuplestore_putvalues(ts, desc, values, nulls);
+	tuplestore_putvalues(out->ts, out->desc, values, nulls);
 }
 
 static void
-Report(Tuplestorestate *ts, TupleDesc desc, const char *sku, const char *what,
+Report(VerifyOut *out, const char *sku, const char *what,
 	   int64 cached, int64 truth)
 {
-	ReportNullable(ts, desc, sku, what, true, cached, true, truth);
+	ReportNullable(out, sku, what, true, cached, true, truth);
 }
 
 /* A rule's moment as seconds since 1970 (NULL: no such rule), for a report. */
 static void
-ReportMoment(Tuplestorestate *ts, TupleDesc desc, const char *sku,
+ReportMoment(VerifyOut *out, const char *sku,
 			 const char *what, TimestampTz cached, TimestampTz truth)
 {
 	if (cached == truth)
 		return;
-	ReportNullable(ts, desc, sku, what,
+	ReportNullable(out, sku, what,
 				   !TIMESTAMP_NOT_FINITE(cached),
 				   (int64) floor(timestamptz_to_time_t(cached)),
 				   !TIMESTAMP_NOT_FINITE(truth),
@@ -138,15 +142,15 @@ ReportMoment(Tuplestorestate *ts, TupleDesc desc, const char *sku,
 
 /* The rules: max_per_buyer (NULL: none), sale_starts and sale_ends. */
 static void
-CompareRules(Tuplestorestate *ts, TupleDesc desc, const char *sku,
+CompareRules(VerifyOut *out, const char *sku,
 			 const InvRules *cached, const InvRules *truth)
 {
 	if (cached->max_per_buyer != truth->max_per_buyer)
-		ReportNullable(ts, desc, sku, "max_per_buyer",
+		ReportNullable(out, sku, "max_per_buyer",
 					   cached->max_per_buyer > 0, cached->max_per_buyer,
 					   truth->max_per_buyer > 0, truth->max_per_buyer);
-	ReportMoment(ts, desc, sku, "sale_starts", cached->sale_starts, truth->sale_starts);
-	ReportMoment(ts, desc, sku, "sale_ends", cached->sale_ends, truth->sale_ends);
+	ReportMoment(out, sku, "sale_starts", cached->sale_starts, truth->sale_starts);
+	ReportMoment(out, sku, "sale_ends", cached->sale_ends, truth->sale_ends);
 }
 
 /*
@@ -154,7 +158,7 @@ CompareRules(Tuplestorestate *ts, TupleDesc desc, const char *sku,
  * taken before the truth was read.
  */
 static bool
-Compare(Tuplestorestate *ts, TupleDesc tdesc, const char *sku,
+Compare(VerifyOut *out, const char *sku,
 		const InvView *before, bool exists, const InvEffect *truth,
 		const InvRules *rules)
 {
@@ -173,31 +177,32 @@ Compare(Tuplestorestate *ts, TupleDesc tdesc, const char *sku,
 
 	if (!exists)
 	{
-		Report(ts, tdesc, sku, "exists", 1, 0);
+		Report(out, sku, "exists", 1, 0);
 		return true;
 	}
 	if (after.on_hand != truth->on_hand - own.on_hand)
-		Report(ts, tdesc, sku, "on_hand", after.on_hand, truth->on_hand - own.on_hand);
+		Report(out, sku, "on_hand", after.on_hand, truth->on_hand - own.on_hand);
 	if (after.reserved != truth->reserved - own.reserved)
-		Report(ts, tdesc, sku, "reserved", after.reserved, truth->reserved - own.reserved);
+		Report(out, sku, "reserved", after.reserved, truth->reserved - own.reserved);
 	if (after.version != truth->version - own.version)
-		Report(ts, tdesc, sku, "version", after.version, truth->version - own.version);
+		Report(out, sku, "version", after.version, truth->version - own.version);
 	if (!mine)
-		CompareRules(ts, tdesc, sku, &after.rules, rules);
+		CompareRules(out, sku, &after.rules, rules);
 	return true;
 }
 
-PG_FUNCTION_INFO_V1(inventory_verify);
-Datum
-inventory_verify(PG_FUNCTION_ARGS)
+/*
+ * Compares every cached SKU of this database with the tables; reports each
+ * difference to out, and returns how many SKUs it compared and, in
+ * *skipped, how many it could not because they stayed busy.
+ */
+int64
+VerifyRun(VerifyOut *out, int64 *skipped)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	InvEntryCopy *entries;
 	int			n;
 	int			busy = 0;
 	HTAB	   *truth;
-
-	InitMaterializedSRF(fcinfo, 0);
 
 	entries = CacheCopyEntries(&n);
 	truth = ReadAllTruth();
@@ -205,7 +210,7 @@ inventory_verify(PG_FUNCTION_ARGS)
 	{
 		TruthEntry *t = hash_search(truth, entries[i].sku, HASH_FIND, NULL);
 
-		if (!Compare(rsinfo->setResult, rsinfo->setDesc, entries[i].sku,
+		if (!Compare(out, entries[i].sku,
 					 &entries[i].view, t != NULL, t ? &t->truth : NULL,
 					 t ? &t->rules : NULL))
 			entries[busy++] = entries[i];
@@ -228,16 +233,31 @@ inventory_verify(PG_FUNCTION_ARGS)
 			if (!CacheRead(&key, false, &before))
 				continue;
 			exists = LedgerReadTruth(entries[i].sku, &t, NULL, &rules);
-			if (!Compare(rsinfo->setResult, rsinfo->setDesc, entries[i].sku,
-						 &before, exists, &t, &rules))
+			if (!Compare(out, entries[i].sku, &before, exists, &t, &rules))
 				entries[still++] = entries[i];
 		}
 		busy = still;
 	}
+	*skipped = busy;
+	return n - busy;
+}
 
+PG_FUNCTION_INFO_V1(inventory_verify);
+Datum
+inventory_verify(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	VerifyOut	out;
+	int64		busy;
+
+	InitMaterializedSRF(fcinfo, 0);
+	out.ts = rsinfo->setResult;
+	out.desc = rsinfo->setDesc;
+	out.differences = 0;
+	(void) VerifyRun(&out, &busy);
 	if (busy > 0)
 		ereport(NOTICE,
-				(errmsg("%d SKUs had changes in flight and were not verified", busy),
+				(errmsg("%lld SKUs had changes in flight and were not verified", (long long) busy),
 				 errhint("Run inventory.verify() again when they are idle.")));
 	return (Datum) 0;
 }

@@ -70,6 +70,7 @@ typedef struct PoolDb
 	int64		visits;
 	int64		expired;
 	int64		folded;
+	PoolVerify	verify;			/* the last background verify */
 } PoolDb;
 
 typedef struct PoolSlot
@@ -227,6 +228,7 @@ TakeDb(Oid dboid, const char *datname)
 	db->oldest_overdue = 0;
 	db->last_visit = 0;
 	db->visits = db->expired = db->folded = 0;
+	memset(&db->verify, 0, sizeof(PoolVerify));
 	return db;
 }
 
@@ -823,6 +825,29 @@ PoolWorkerStay(TimestampTz now, TimestampTz *until)
 	return stay && due <= horizon;
 }
 
+/* Is the background verify of the worker's database due? */
+bool
+PoolVerifyDue(TimestampTz now, int interval_ms)
+{
+	TimestampTz last;
+
+	if (interval_ms <= 0)
+		return false;
+	LWLockAcquire(pool->lock, LW_SHARED);
+	last = visit_db->verify.verified_at;
+	LWLockRelease(pool->lock);
+	return last == 0 || TimestampDifferenceExceeds(last, now, interval_ms);
+}
+
+/* The worker verified its database. */
+void
+PoolVerifyReport(const PoolVerify *v)
+{
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	visit_db->verify = *v;
+	LWLockRelease(pool->lock);
+}
+
 /* A visit that ends as it should. */
 void
 PoolVisitEnd(void)
@@ -887,6 +912,7 @@ PoolCopyStatus(int *count)
 		s->visits = db->visits;
 		s->expired = db->expired;
 		s->folded = db->folded;
+		s->verify = db->verify;
 
 		if (db->pauses > 0)
 			s->state = "paused";

@@ -53,12 +53,23 @@ extern void PoolReleaseUnstarted(int slotno);
 extern TimestampTz PoolEarliestDue(void);
 extern void PoolSetLauncherWake(TimestampTz when, bool waiting);
 
+/* a background verify of a database: when, and what it found */
+typedef struct PoolVerify
+{
+	TimestampTz verified_at;	/* 0: never since the server started */
+	int64		checked;		/* SKUs compared */
+	int64		differences;	/* what inventory.verify() would have shown */
+	int64		skipped;		/* SKUs still busy after the retries */
+} PoolVerify;
+
 /* in a worker */
 extern Oid	PoolWorkerAttach(int slotno);
 extern void PoolVisitBegin(void);
 extern void PoolVisitRound(int64 expired, int64 folded, TimestampTz next_due,
 						   TimestampTz oldest_overdue);
 extern bool PoolWorkerStay(TimestampTz now, TimestampTz *until);
+extern bool PoolVerifyDue(TimestampTz now, int interval_ms);
+extern void PoolVerifyReport(const PoolVerify *v);
 extern void PoolVisitEnd(void);
 extern void PoolReportAbsent(void);
 
@@ -76,6 +87,7 @@ typedef struct PoolDbStatus
 	int64		visits;
 	int64		expired;
 	int64		folded;
+	PoolVerify	verify;
 } PoolDbStatus;
 
 extern PoolDbStatus *PoolCopyStatus(int *count);

@@ -13,6 +13,10 @@
  * write.  The worker stays while more work falls due within
  * inventory.expire_interval and no other database waits for a slot, and
  * leaves otherwise; it reloads its settings on SIGHUP and leaves on SIGTERM.
+ * At most once per inventory.verify_interval a visit also compares the
+ * cache with the tables, as inventory.verify() does, and records what it
+ * found for inventory.verify_status; a database with no work due gets no
+ * visit, and no verify, since nothing there changes.
  * When the extension is not in its database, it says so and leaves.
  */
 #include "postgres.h"
@@ -32,6 +36,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "api/verify.h"
 #include "inventory.h"
 #include "shmem/cache.h"
 #include "shmem/cache_restore.h"
@@ -48,6 +53,7 @@
 /* settings */
 static int	inv_expire_batch = 1000;
 static int	inv_fold_batch = 10000;
+static int	inv_verify_interval = 600;	/* seconds */
 
 void
 WorkerInit(void)
@@ -66,6 +72,14 @@ WorkerInit(void)
 							&inv_fold_batch,
 							10000, 1, 10000000,
 							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("inventory.verify_interval",
+							"How often a worker visiting a database compares its cache with its tables.",
+							"What it finds is in inventory.verify_status; 0 turns it off.",
+							&inv_verify_interval,
+							600, 0, INT_MAX / 1000,
+							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
 }
 
@@ -194,6 +208,38 @@ WorkerRound(void)
 	PoolVisitRound(expired, folded, next, oldest_overdue);
 }
 
+/*
+ * Compares the cache with the tables when that is due, in a transaction of
+ * its own, and records the result; differences are also logged, since
+ * they mean the cache does not hold what the tables say.
+ */
+static void
+WorkerVerify(void)
+{
+	PoolVerify	v;
+	VerifyOut	out = {0};
+
+	if (!PoolVerifyDue(GetCurrentTimestamp(), inv_verify_interval * 1000))
+		return;
+	pgstat_report_activity(STATE_RUNNING, "inventory: verifying the cache");
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	v.checked = VerifyRun(&out, &v.skipped);
+	v.differences = out.differences;
+	if (v.differences > 0)
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the inventory cache of database \"%s\" differs from its tables in %lld places",
+						get_database_name(MyDatabaseId), (long long) v.differences),
+				 errhint("Run SELECT * FROM inventory.verify() in that database to see them.")));
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	v.verified_at = GetCurrentTimestamp();
+	PoolVerifyReport(&v);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
 void
 inventory_worker_main(Datum main_arg)
 {
@@ -225,6 +271,7 @@ inventory_worker_main(Datum main_arg)
 
 		PoolVisitBegin();
 		WorkerRound();
+		WorkerVerify();
 
 		now = GetCurrentTimestamp();
 		if (!PoolWorkerStay(now, &until))

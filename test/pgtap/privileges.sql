@@ -23,7 +23,7 @@ INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 VALUES (:'p' || 'late', 1, 'reserve', :'p' || 'E', 1, now() - interval '1 minute');
 
 BEGIN;
-SELECT plan(94);
+SELECT plan(104);
 
 CREATE ROLE inv_test_app IN ROLE inventory_app;
 CREATE ROLE inv_test_admin IN ROLE inventory_admin;
@@ -60,6 +60,10 @@ SELECT throws_ok($$SELECT * FROM inventory.worker_status$$, '42501', NULL, 'app:
 SELECT throws_ok($$SELECT * FROM inventory.express_status$$, '42501', NULL, 'app: no express_status');
 SELECT throws_ok($$SELECT * FROM inventory.express_status()$$, '42501', NULL, 'app: no express_status()');
 SELECT throws_ok($$SELECT inventory.express_fallbacks()$$, '42501', NULL, 'app: no express_fallbacks');
+SELECT throws_ok($$SELECT * FROM inventory.call_stats$$, '42501', NULL, 'app: no call_stats');
+SELECT throws_ok($$SELECT * FROM inventory.movement_stats()$$, '42501', NULL, 'app: no movement_stats()');
+SELECT throws_ok($$SELECT * FROM inventory.hot_skus$$, '42501', NULL, 'app: no hot_skus');
+SELECT throws_ok($$SELECT * FROM inventory.verify_status$$, '42501', NULL, 'app: no verify_status');
 SELECT throws_ok($$SELECT * FROM inventory.ledger$$, '42501', NULL, 'app: cannot read the ledger');
 SELECT throws_ok($$SELECT * FROM inventory.sku$$, '42501', NULL, 'app: cannot read inventory.sku');
 SELECT throws_ok($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty) VALUES (pg_temp.n('x'), 1, 'restock', pg_temp.n('A'), 5)$$,
@@ -89,6 +93,12 @@ SELECT lives_ok($$SELECT * FROM inventory.key_filter$$, 'monitor: key_filter');
 SELECT lives_ok($$SELECT * FROM inventory.express_status$$, 'monitor: express_status');
 SELECT lives_ok($$SELECT inventory.express_fallbacks()$$, 'monitor: express_fallbacks');
 SELECT lives_ok($$SELECT * FROM inventory.verify()$$, 'monitor: verify');
+SELECT lives_ok($$SELECT * FROM inventory.call_stats$$, 'monitor: call_stats');
+SELECT lives_ok($$SELECT * FROM inventory.movement_stats$$, 'monitor: movement_stats');
+SELECT lives_ok($$SELECT * FROM inventory.cache_by_database$$, 'monitor: cache_by_database');
+SELECT lives_ok($$SELECT * FROM inventory.hot_skus$$, 'monitor: hot_skus');
+SELECT lives_ok($$SELECT * FROM inventory.verify_status$$, 'monitor: verify_status');
+SELECT throws_ok($$SET inventory.hot_skus = 50$$, '42501', NULL, 'monitor: cannot raise inventory.hot_skus');
 
 SELECT throws_ok($$SELECT inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('m1'))$$, '42501', NULL, 'monitor: no reserve');
 SELECT throws_ok($$SELECT inventory.reserve_now(pg_temp.n('A'), 1, pg_temp.n('m2'))$$, '42501', NULL, 'monitor: no reserve_now');

@@ -27,16 +27,17 @@ sub inventory_node
 	return $node;
 }
 
-# psql_session(NODE, TIMEOUT, ON_ERROR_STOP): a psql session on NODE's
-# database postgres, driven by hand: write statements to $s->{in}, read
-# what it said in $s->{out} (with said() and wait_said()), $s->{err}.
+# psql_session(NODE, TIMEOUT, ON_ERROR_STOP, [DBNAME]): a psql session on
+# NODE's database DBNAME (postgres), driven by hand: write statements to
+# $s->{in}, read what it said in $s->{out} (with said() and wait_said()),
+# $s->{err}.
 sub psql_session
 {
-	my ($node, $timeout, $on_error_stop) = @_;
+	my ($node, $timeout, $on_error_stop, $dbname) = @_;
 	my %s = (in => '', out => '', err => '');
 	$s{run} = IPC::Run::start(
 		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=' . ($on_error_stop ? 1 : 0),
-		  '-d', $node->connstr('postgres') ],
+		  '-d', $node->connstr($dbname // 'postgres') ],
 		'<', \$s{in}, '>', \$s{out}, '2>', \$s{err},
 		IPC::Run::timeout($timeout));
 	return \%s;

@@ -1,0 +1,216 @@
+-- metrics.sql: the counters a monitoring tool reads.  inventory.call_stats
+-- counts what every call answered, by status, whether or not the caller's
+-- transaction then commits; inventory.movement_stats counts the movements
+-- that committed.  A call that fails with an error answered nothing and
+-- counts nothing.  inventory.hot_skus shows each database's hottest SKUs,
+-- at most inventory.hot_skus of them; inventory.cache_by_database sums the
+-- holds of transactions in flight.
+--
+-- The counters are cluster-wide and monotonic since the server started, so
+-- every assertion is on what one step moved: pg_temp.moved() gives the
+-- counters of this database that changed since the last pg_temp.mark().
+-- The worker is off (test/inventory.conf) and no other file runs at the
+-- same time, so nothing else moves them.  Calls run in autocommit, one
+-- transaction per statement.
+
+\set name metrics
+\ir lib/setup.sql
+
+CREATE TEMP TABLE mark_told AS
+	SELECT call, status, calls FROM inventory.call_stats WHERE false;
+CREATE TEMP TABLE mark_committed AS
+	SELECT movement, committed FROM inventory.movement_stats WHERE false;
+
+CREATE FUNCTION pg_temp.mark() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	DELETE FROM mark_told;
+	DELETE FROM mark_committed;
+	INSERT INTO mark_told SELECT call, status, calls FROM inventory.call_stats
+	 WHERE datname = current_database();
+	INSERT INTO mark_committed SELECT movement, committed FROM inventory.movement_stats
+	 WHERE datname = current_database();
+END $$;
+
+-- 'told: call/status+n ... | committed: movement+n ...', sorted
+CREATE FUNCTION pg_temp.moved() RETURNS text LANGUAGE sql AS $$
+	SELECT 'told:' || coalesce((
+		SELECT string_agg(format(' %s/%s+%s', c.call, c.status, c.calls - coalesce(m.calls, 0)),
+						  '' ORDER BY c.call, c.status)
+		  FROM inventory.call_stats c
+		  LEFT JOIN mark_told m USING (call, status)
+		 WHERE c.datname = current_database() AND c.calls <> coalesce(m.calls, 0)), '')
+	|| ' | committed:' || coalesce((
+		SELECT string_agg(format(' %s+%s', c.movement, c.committed - coalesce(m.committed, 0)),
+						  '' ORDER BY c.movement)
+		  FROM inventory.movement_stats c
+		  LEFT JOIN mark_committed m USING (movement)
+		 WHERE c.datname = current_database() AND c.committed <> coalesce(m.committed, 0)), '')
+$$;
+
+SELECT plan(25);
+
+-- restock
+SELECT pg_temp.mark();
+SELECT inventory.restock(pg_temp.n('A'), 10, pg_temp.n('in-a'));
+SELECT inventory.restock(pg_temp.n('A'), 10, pg_temp.n('in-a'));
+SELECT is(pg_temp.moved(), 'told: restock/duplicate+1 restock/ok+1 | committed: restock+1',
+		  'a restock and its replay: both told, one committed');
+
+-- reserve, every status it answers in this set-up
+SELECT pg_temp.mark();
+SELECT inventory.reserve(pg_temp.n('A'), 2, pg_temp.n('o-1'));
+SELECT inventory.reserve(pg_temp.n('A'), 2, pg_temp.n('o-1'));
+SELECT inventory.reserve(pg_temp.n('A'), 99, pg_temp.n('o-2'));
+SELECT inventory.reserve(pg_temp.n('nothing'), 1, pg_temp.n('o-3'));
+SELECT inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('o-4'), expected_version => 1);
+SELECT is(pg_temp.moved(),
+		  'told: reserve/duplicate+1 reserve/insufficient+1 reserve/ok+1 reserve/unknown_sku+1 reserve/version_conflict+1 | committed: reserve+1',
+		  'reserve: each answer told once, the one reservation committed');
+
+-- told and never committed
+SELECT pg_temp.mark();
+BEGIN;
+SELECT inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('o-rolled-back'));
+ROLLBACK;
+SELECT is(pg_temp.moved(), 'told: reserve/ok+1 | committed:',
+		  'an ok reserve whose transaction rolls back is told, and not committed');
+
+SELECT pg_temp.mark();
+BEGIN;
+SELECT inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('o-5'));
+SAVEPOINT s;
+SELECT inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('o-6'));
+ROLLBACK TO s;
+COMMIT;
+SELECT is(pg_temp.moved(), 'told: reserve/ok+2 | committed: reserve+1',
+		  'a reservation undone by ROLLBACK TO is told, and not committed');
+
+-- an error answers nothing
+SELECT pg_temp.mark();
+SELECT throws_ok(format('SELECT inventory.restock(%L, 1, %L)', pg_temp.n('A'), pg_temp.n('o-1')),
+				 '23505', NULL, 'a key reused for another movement is an error');
+SELECT throws_ok(format('SELECT * FROM inventory.reserve_many(ARRAY[%L, %L], ARRAY[1, 1], ARRAY[%L, %L])',
+						pg_temp.n('A'), pg_temp.n('A'), pg_temp.n('o-many-1'), pg_temp.n('in-a')),
+				 '23505', NULL, 'reserve_many with a reused key in its second element is an error');
+SELECT is(pg_temp.moved(), 'told: | committed:',
+		  'calls that fail, also after answering some rows, count nothing');
+
+-- sets: each row counts, when the call has answered them all
+SELECT pg_temp.mark();
+SELECT * FROM inventory.reserve_many(ARRAY[pg_temp.n('A'), pg_temp.n('A'), pg_temp.n('A')],
+									 ARRAY[1, 1, 99],
+									 ARRAY[pg_temp.n('m-1'), pg_temp.n('m-2'), pg_temp.n('m-3')]);
+SELECT is(pg_temp.moved(), 'told: reserve_many/insufficient+1 reserve_many/ok+2 | committed: reserve+2',
+		  'reserve_many: each element told, the reservations committed');
+
+SELECT inventory.restock(pg_temp.n('B'), 5, pg_temp.n('in-b'));
+SELECT pg_temp.mark();
+SELECT * FROM inventory.reserve_cart(pg_temp.n('cart-1'), ARRAY[pg_temp.n('A'), pg_temp.n('nothing')], ARRAY[1, 1]);
+SELECT * FROM inventory.reserve_cart(pg_temp.n('cart-2'), ARRAY[pg_temp.n('A'), pg_temp.n('B')], ARRAY[1, 1]);
+SELECT * FROM inventory.reserve_cart(pg_temp.n('cart-2'), ARRAY[pg_temp.n('A'), pg_temp.n('B')], ARRAY[1, 1]);
+SELECT is(pg_temp.moved(),
+		  'told: reserve_cart/cart_refused+1 reserve_cart/duplicate+2 reserve_cart/ok+2 reserve_cart/unknown_sku+1 | committed: reserve+2',
+		  'reserve_cart: each line told, a cart''s lines committed once');
+
+-- confirm, cancel, extend, and the orders
+SELECT pg_temp.mark();
+SELECT inventory.confirm(pg_temp.n('o-1'));
+SELECT inventory.confirm(pg_temp.n('o-1'));
+SELECT inventory.confirm(pg_temp.n('no-such-order'));
+SELECT inventory.cancel(pg_temp.n('o-1'));
+SELECT inventory.cancel(pg_temp.n('o-5'));
+SELECT inventory.extend(pg_temp.n('o-5'), 1, '1 hour');
+SELECT inventory.extend(pg_temp.n('m-1'), 1, '1 hour');
+SELECT is(pg_temp.moved(),
+		  'told: cancel/confirmed+1 cancel/ok+1 confirm/duplicate+1 confirm/not_found+1 confirm/ok+1 extend/cancelled+1 extend/ok+1 | committed: cancel+1 confirm+1 extend+1',
+		  'confirm, cancel and extend: each answer told, each change committed');
+
+SELECT pg_temp.mark();
+SELECT * FROM inventory.confirm_order(pg_temp.n('cart-2'));
+SELECT * FROM inventory.cancel_order(pg_temp.n('cart-2'));
+SELECT * FROM inventory.cancel_order(pg_temp.n('no-such-order'));
+SELECT is(pg_temp.moved(),
+		  'told: cancel_order/confirmed+2 cancel_order/not_found+1 confirm_order/ok+2 | committed: confirm+2',
+		  'confirm_order and cancel_order: each line told');
+
+-- stocktakes and withdrawals
+SELECT pg_temp.mark();
+SELECT inventory.adjust(pg_temp.n('B'), 20, pg_temp.n('count-b'));
+SELECT inventory.adjust(pg_temp.n('nothing'), 20, pg_temp.n('count-x'));
+SELECT inventory.withdraw(pg_temp.n('B'), 3, pg_temp.n('out-b'));
+SELECT inventory.withdraw(pg_temp.n('B'), 300, pg_temp.n('out-b2'));
+SELECT is(pg_temp.moved(),
+		  'told: adjust/ok+1 adjust/unknown_sku+1 withdraw/insufficient+1 withdraw/ok+1 | committed: stocktake+1 withdraw+1',
+		  'adjust and withdraw: told, and committed as stocktake and withdraw');
+
+-- direct DML and inventory.expire() commit movements that no call told
+SELECT pg_temp.mark();
+SELECT pg_temp.overdue('late-1', 'A', 1);
+SELECT inventory.expire();
+UPDATE inventory.ledger SET state = 'CANCELLED' WHERE order_id = pg_temp.n('m-2') AND batch_id = 1;
+SELECT is(pg_temp.moved(), 'told: | committed: cancel+1 expire+1 reserve+1',
+		  'movements written by statements and by expire() are committed, and told to nobody');
+
+-- the express lane: told in the caller, committed by its writer
+SELECT pg_temp.mark();
+SELECT 'reserve_now: ' || inventory.reserve_now(pg_temp.n('A'), 1, pg_temp.n('now-1'));
+SELECT 'reserve_now: ' || inventory.reserve_now(pg_temp.n('A'), 1, pg_temp.n('now-1'));
+SELECT 'reserve_now: ' || inventory.reserve_now(pg_temp.n('A'), 999, pg_temp.n('now-2'));
+SELECT is(pg_temp.moved(),
+		  'told: reserve_now/duplicate+1 reserve_now/insufficient+1 reserve_now/ok+1 | committed: reserve+1',
+		  'reserve_now: told to its caller, committed once, in the writer''s commit');
+
+-- the statuses a call can answer are there at zero; the others are not
+SELECT ok(EXISTS (SELECT FROM inventory.call_stats
+				   WHERE datname = current_database() AND call = 'withdraw' AND status = 'duplicate'),
+		  'a status a call can answer is shown, also at zero');
+SELECT ok(NOT EXISTS (SELECT FROM inventory.call_stats
+					   WHERE datname = current_database() AND call = 'withdraw' AND status = 'not_found'),
+		  'a status a call never answers is not');
+SELECT is((SELECT count(*) FROM inventory.movement_stats WHERE datname = current_database()), 8::bigint,
+		  'movement_stats: the eight movements');
+
+-- holds in flight
+BEGIN;
+SELECT inventory.reserve(pg_temp.n('B'), 4, pg_temp.n('held'));
+SELECT cmp_ok((SELECT holds FROM inventory.cache_by_database WHERE datname = current_database()),
+			  '>=', 4::bigint, 'a reservation in flight is a hold of its database');
+SELECT cmp_ok((SELECT pins FROM inventory.cache_by_database WHERE datname = current_database()),
+			  '>=', 1::bigint, 'its transaction pins the SKU');
+ROLLBACK;
+SELECT is((SELECT holds FROM inventory.cache_by_database WHERE datname = current_database()), 0::bigint,
+		  'no hold once it has ended');
+SELECT is((SELECT restoring_since FROM inventory.cache_by_database WHERE datname = current_database()), NULL,
+		  'no restore under way');
+
+-- the hottest SKUs: three with 300, 200 and 100 refusals
+SELECT inventory.restock(pg_temp.n('hot-' || i), 1, pg_temp.n('in-hot-' || i)) FROM generate_series(1, 3) i;
+DO $$
+BEGIN
+	FOR i IN 1..3 LOOP
+		FOR j IN 1..(4 - i) * 100 LOOP
+			PERFORM inventory.reserve(pg_temp.n('hot-' || i), 2, pg_temp.n('try-' || i || '-' || j));
+		END LOOP;
+	END LOOP;
+END $$;
+
+SET inventory.hot_skus = 100;
+SELECT is((SELECT string_agg(replace(sku, current_setting('inventory_test.prefix'), ''), ' ' ORDER BY rank)
+			 FROM inventory.hot_skus
+			WHERE datname = current_database() AND starts_with(sku, current_setting('inventory_test.prefix') || 'hot-')),
+		  'hot-1 hot-2 hot-3', 'hot_skus: ranked by the reserves they were asked for');
+SELECT is((SELECT format('on_hand=%s reserved=%s holds=%s available=%s rejects=%s', on_hand, reserved, holds, available, rejects)
+			 FROM inventory.hot_skus WHERE sku = pg_temp.n('hot-1')),
+		  'on_hand=1 reserved=0 holds=0 available=1 rejects=300', 'with its counters');
+SET inventory.hot_skus = 2;
+SELECT cmp_ok((SELECT count(*) FROM inventory.hot_skus WHERE datname = current_database()),
+			  '<=', 2::bigint, 'no more rows per database than inventory.hot_skus');
+SET inventory.hot_skus = 0;
+SELECT is((SELECT count(*) FROM inventory.hot_skus), 0::bigint, 'none at 0');
+RESET inventory.hot_skus;
+
+-- settle what this run leaves behind
+SELECT inventory.cancel(order_id, batch_id) FROM inventory.ledger
+ WHERE starts_with(order_id, current_setting('inventory_test.prefix')) AND state = 'PENDING';
+
+SELECT * FROM finish();

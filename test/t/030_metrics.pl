@@ -1,0 +1,144 @@
+# The counters a monitoring tool reads, across the lives of sessions: what
+# callers were told (inventory.call_stats) and what committed
+# (inventory.movement_stats) stay counted when the sessions that counted
+# them end, a total never goes down while sessions come and go, the
+# workers' expiries count as committed, a dropped database leaves the
+# views, and the workers' background verify records what it found --
+# nothing on a sound database, and the difference, logged, when the tables
+# were changed behind the cache's back.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(inventory_node wait_until psql_session wait_said);
+
+my $node = inventory_node('metrics', <<'EOC');
+inventory.verify_interval = '1s'
+inventory.expire_interval = 100
+max_connections = 40
+EOC
+$node->safe_psql('postgres', 'CREATE DATABASE shop');
+$node->safe_psql('shop', q{
+CREATE EXTENSION inventory;
+SELECT inventory.restock('S', 100000, 'in-s');
+SELECT inventory.restock('T', 5, 'in-t')});
+
+sub told
+{
+	my ($call, $status) = @_;
+	return $node->safe_psql('shop', qq{
+SELECT coalesce(sum(calls), 0) FROM inventory.call_stats
+ WHERE datname = 'shop' AND call = '$call' AND status LIKE '$status'});
+}
+
+sub committed
+{
+	my ($movement) = @_;
+	return $node->safe_psql('shop', qq{
+SELECT committed FROM inventory.movement_stats
+ WHERE datname = 'shop' AND movement = '$movement'});
+}
+
+# each call in a session of its own, which ends before the counters are read
+my ($ok0, $ins0, $res0) = (told('reserve', 'ok'), told('reserve', 'insufficient'), committed('reserve'));
+for my $i (1 .. 5)
+{
+	$node->safe_psql('shop', "SELECT inventory.reserve('T', 1, 'gone-$i', ttl => '1 hour')");
+}
+$node->safe_psql('shop', "SELECT inventory.reserve('T', 1, 'gone-6', ttl => '1 hour')");
+is(told('reserve', 'ok'), $ok0 + 5, 'the answers of sessions that have ended stay counted');
+is(told('reserve', 'insufficient'), $ins0 + 1, 'by status');
+is(committed('reserve'), $res0 + 5, 'and so do their commits');
+
+# many short sessions while a reader watches the total
+my $before = told('reserve', '%');
+my $script = PostgreSQL::Test::Utils::tempdir() . '/reserve.sql';
+PostgreSQL::Test::Utils::append_to_file($script, <<'EOS');
+\set k random(1, 1000000000)
+SELECT inventory.reserve('S', 1, 'churn-' || :client_id || '-' || :k, ttl => '1 hour');
+EOS
+my ($bout, $berr) = ('', '');
+my $bench = IPC::Run::start(
+	[ 'pgbench', '-n', '-C', '-c', '4', '-t', '150', '-f', $script, $node->connstr('shop') ],
+	'>', \$bout, '2>', \$berr);
+my $reader = psql_session($node, 120, 1, 'shop');
+my @seen;
+my $n = 0;
+while ($bench->pumpable || @seen < 3)
+{
+	$n++;
+	$reader->{in} .= "SELECT 'total $n ' || coalesce(sum(calls), 0) FROM inventory.call_stats"
+	  . " WHERE datname = 'shop' AND call = 'reserve';\n";
+	wait_said($reader, qr/total $n (\d+)\n/);
+	$reader->{out} =~ /total $n (\d+)\n/;
+	push @seen, $1;
+	$bench->pump_nb if $bench->pumpable;
+}
+ok($bench->finish, 'pgbench: 600 calls, each in a session of its own') or diag($berr);
+my @down = grep { $seen[$_] < $seen[ $_ - 1 ] } 1 .. $#seen;
+is(scalar(@down), 0, 'the total never went down in ' . scalar(@seen) . ' reads while sessions came and went')
+  or diag("reads: @seen");
+is(told('reserve', '%'), $before + 600, 'every call of every session is counted, once');
+$reader->{in} .= "\\q\n";
+$reader->{run}->finish;
+
+# the workers' expiries are commits that nobody was told
+my $exp0 = committed('expire');
+$node->safe_psql('shop', q{
+SELECT inventory.reserve('S', 1, 'short-' || i, ttl => '100 ms') FROM generate_series(1, 3) i});
+ok(wait_until(30, sub { committed('expire') == $exp0 + 3 }), 'the worker\'s three expiries are committed');
+
+# the background verify: nothing on a sound database
+ok( wait_until(30, sub {
+			$node->safe_psql('shop',
+				"SELECT verified_at IS NOT NULL AND drift = 0 FROM inventory.verify_status WHERE datname = 'shop'") eq 't';
+	}),
+	'the background verify ran, and found nothing');
+is($node->safe_psql('shop', "SELECT checked > 0 FROM inventory.verify_status WHERE datname = 'shop'"),
+	't', 'having compared the cached SKUs');
+
+# a superuser changes inventory.sku behind the cache's back: with its
+# triggers off in the catalog, which nothing checks
+my $offset = -s $node->logfile;
+$node->safe_psql('shop', q{
+UPDATE pg_catalog.pg_trigger SET tgenabled = 'D' WHERE tgrelid = 'inventory.sku'::regclass;
+UPDATE inventory.sku SET on_hand = on_hand + 7 WHERE sku = 'T';
+UPDATE pg_catalog.pg_trigger SET tgenabled = 'A' WHERE tgrelid = 'inventory.sku'::regclass});
+# a visit comes when work is due: each poll makes some
+my $wake = 0;
+ok( wait_until(30, sub {
+			$wake++;
+			$node->safe_psql('shop', qq{
+SELECT inventory.reserve('S', 1, 'wake-$wake', ttl => '100 ms');
+SELECT drift FROM inventory.verify_status WHERE datname = 'shop'}) =~ /\n1$/;
+	}),
+	'a later background verify found the difference');
+ok($node->wait_for_log(qr/WARNING:  the inventory cache of database "shop" differs from its tables in 1 places/, $offset),
+	'and logged it');
+is($node->safe_psql('shop', 'SELECT what, cached, truth FROM inventory.verify()'),
+	'on_hand|5|12', 'inventory.verify() shows it');
+$node->safe_psql('shop', q{
+UPDATE pg_catalog.pg_trigger SET tgenabled = 'D' WHERE tgrelid = 'inventory.sku'::regclass;
+UPDATE inventory.sku SET on_hand = on_hand - 7 WHERE sku = 'T';
+UPDATE pg_catalog.pg_trigger SET tgenabled = 'A' WHERE tgrelid = 'inventory.sku'::regclass});
+is($node->safe_psql('shop', 'SELECT count(*) FROM inventory.verify()'), '0', 'put back as it was');
+
+# a dropped database leaves the views
+$node->safe_psql('postgres', 'CREATE DATABASE gone');
+$node->safe_psql('gone', q{
+CREATE EXTENSION inventory;
+SELECT inventory.restock('G', 1, 'in-g')});
+is($node->safe_psql('shop', "SELECT sum(committed) FROM inventory.movement_stats WHERE datname = 'gone'"),
+	'1', 'another database\'s commits are seen from this one');
+$node->safe_psql('postgres', 'DROP DATABASE gone');
+is($node->safe_psql('shop', "SELECT count(*) FROM inventory.call_stats WHERE datname = 'gone'"),
+	'0', 'a dropped database leaves call_stats');
+is($node->safe_psql('shop', "SELECT count(*) FROM inventory.movement_stats WHERE datname = 'gone'"),
+	'0', 'and movement_stats');
+
+$node->stop;
+done_testing();
