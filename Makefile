@@ -29,6 +29,7 @@ OBJS = \
 	src/enforce/utility.o \
 	src/xact/pending.o \
 	src/shmem/cache.o \
+	src/shmem/cache_notify.o \
 	src/shmem/cache_restore.o \
 	src/shmem/cache_stats.o \
 	src/shmem/escrow.o \

@@ -16,10 +16,10 @@
 #               reported when all its cases ran, a ratio shows as — when its
 #               baseline did not.
 #   --rounds    after the cases, run the cases of the throughput targets (1,
-#               5, 2b, 2d, 4) and of their bounds (1k, 2e) again N times in
-#               turn at the targets' client count, and judge those targets on
-#               the median of the rounds' ratios (default 3; 1 with --smoke;
-#               0: none).
+#               5, 2b, 2d, 4, 4n, 13, 13s) and of their bounds (1k, 2e) again
+#               N times in turn at the targets' client count, and judge those
+#               targets on the median of the rounds' ratios (default 3; 1
+#               with --smoke; 0: none).
 #
 # Run as root: installs what is missing (lib.sh, plus python3, redis-server,
 # redis-tools and python3-matplotlib), builds and installs the extension, and
@@ -67,6 +67,8 @@
 #       (inventory.reserve(...)).status, the cheapest call form)
 #   4b  4 on another hot SKU with max_per_buyer = 2, for a buyer drawn from
 #       9e18 (almost every call a buyer's first): the cost of the limit
+#   4n  4 on another hot SKU, with inventory.stock_notifications on for the
+#       callers: what LISTEN inventory_stock costs a sale
 #   5   inventory.reserve on one sold-out SKU, always refused
 #   6   inventory.reserve on a random SKU among 100,000
 #   7   reserve, then confirm (70%), cancel (20%) or let expire (10%)
@@ -92,7 +94,7 @@ SMOKE=0
 DURATION=
 CLIENTS=
 ROUNDS=
-ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 5 6 7 8 9 10 13 13s 13u 11 11b 11c 12 12c"
+ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 5 6 7 8 9 10 13 13s 13u 11 11b 11c 12 12c"
 CASES=$ALL_CASES
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -279,6 +281,8 @@ CREATE TABLE ledger3c (LIKE ledger3 INCLUDING DEFAULTS INCLUDING INDEXES)
 
 -- cases 4-7: SKUs of the extension
 SELECT inventory.restock('HOT-1', 1000000000000, 'stock-hot');
+-- case 4n: the same stock as HOT-1, sold with notifications on
+SELECT inventory.restock('HOT-N', 1000000000000, 'stock-hot-n');
 -- case 4b: the same stock as HOT-1, with a limit per buyer
 SELECT inventory.restock('HOT-LIM', 1000000000000, 'stock-hot-lim');
 SELECT inventory.set_rules('HOT-LIM', max_per_buyer => $LIMIT);
@@ -319,7 +323,7 @@ SQL
 
 # The cases of the throughput targets, run again in rounds (see "rounds")
 RCASES=()
-for id in 1 1k 5 2b 2d 2e 4 13 13s; do want "$id" && RCASES+=("$id"); done
+for id in 1 1k 5 2b 2d 2e 4 4n 13 13s; do want "$id" && RCASES+=("$id"); done
 record settings smoke:="$([ "$SMOKE" -eq 1 ] && echo true || echo false)" \
 	duration_s:="$DURATION" warmup_s:="$WARMUP" clients[]:="$CLIENTS" cases[]="$CASES" \
 	all_cases[]="$ALL_CASES" rounds:="$ROUNDS" round_cases[]="${RCASES[*]}" \
@@ -568,6 +572,18 @@ SQL
 		         GROUP BY buyer_id HAVING sum(qty) > $LIMIT) o")"
 fi
 
+# the sessions of case 4n have inventory.stock_notifications on
+NOTIFY_DB="dbname=bench options='-c inventory.stock_notifications=on'"
+if want 4n; then
+	before=$(ledger_rows "sku = 'HOT-N'")
+	PGB_DB=$NOTIFY_DB run_case 4n reserve.sql -D sku=HOT-N -D prefix=o4n-
+	after=$(ledger_rows "sku = 'HOT-N'")
+	check "case 4n: one ledger row per reserve ($PROCESSED calls, $((after - before)) rows)" \
+		"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
+	check "case 4n: its sessions have inventory.stock_notifications on" \
+		"$([ "$(inv_as_pg psql -X -At -d "$NOTIFY_DB" -c 'SHOW inventory.stock_notifications')" = on ] && echo t)"
+fi
+
 if want 5; then
 	rejects() { sql "SELECT coalesce(sum(rejects), 0) FROM inventory.sku_stats WHERE sku = 'SOLD-1'"; }
 	# answered by the filter, and looked up because it said maybe but the
@@ -724,14 +740,17 @@ declare -A RARGS=(
 	[2d]="sql_ledger.sql -D sku=HOT"
 	[2e]="sql_ledger3.sql -D sku=HOT"
 	[4]="reserve.sql -D sku=HOT-1 -D prefix=o4r-"
+	[4n]="reserve.sql -D sku=HOT-N -D prefix=o4nr-"
 	[13]="reserve_now.sql -D sku=HOT-NOW -D prefix=o13r-"
 	[13s]="reserve_now.sql -D sku=SOLD-NOW -D prefix=o13sr-")
 for r in $(seq "$ROUNDS"); do
 	for id in "${RCASES[@]}"; do
 		inv_log "round $r: case $id, $TC clients"
 		log=$DIR/pgbench-round-$r-$id.log
+		db=bench
+		[ "$id" = 4n ] && db=$NOTIFY_DB
 		# shellcheck disable=SC2086
-		if pgbench_once "$TC" "$DURATION" "$log" ${RARGS[$id]}; then
+		if PGB_DB=$db pgbench_once "$TC" "$DURATION" "$log" ${RARGS[$id]}; then
 			record round round:="$r" case="$id" clients:="$TC" status=ok tps:="$(tps "$log")" \
 				latency_ms:="$(latency "$log")" transactions:="$(processed "$log")"
 		else

@@ -24,6 +24,7 @@
 #include "enforce/utility.h"
 #include "inventory.h"
 #include "shmem/cache.h"
+#include "shmem/cache_notify.h"
 #include "shmem/express.h"
 #include "shmem/keyfilter.h"
 #include "shmem/metrics.h"
@@ -87,6 +88,7 @@ _PG_init(void)
 	 */
 	LedgerRowInit();
 	CacheInit();
+	CacheNotifyInit();
 	KeyFilterInit();
 	PoolInit();
 	ExpressInit();

@@ -175,7 +175,8 @@ EntryEvict(void)
 	hash_seq_init(&status, inv_cache_hash);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		if (entry->pins == 0 && !entry->loading)
+		/* a notification to send keeps its entry, as a pin does */
+		if (entry->pins == 0 && !entry->loading && !entry->notify_pending)
 			idle[nidle++] = entry;
 	}
 
@@ -249,6 +250,9 @@ EntryLoad(const InvKey *key)
 	entry->gen = 0;
 	entry->last_used = entry->loaded_at = GetCurrentTimestamp();
 	memset(&entry->stats, 0, sizeof(InvCounters));
+	entry->notify_pending = false;
+	entry->notify_seq = 0;
+	entry->notified_at = 0;
 	LWLockRelease(inv_cache->lock);
 
 	PG_TRY();

@@ -39,6 +39,10 @@ struct InvEntry
 	TimestampTz last_used;
 	TimestampTz loaded_at;
 	InvCounters stats;
+	/* LISTEN inventory_stock (cache_notify.c) */
+	bool		notify_pending; /* committed available crossed zero */
+	uint32		notify_seq;		/* bumped at every crossing */
+	TimestampTz notified_at;	/* when the last notification was sent */
 };
 
 /* Databases being restored at once, at most. */

@@ -217,13 +217,26 @@ EscrowRelease(InvEntry *entry, int64 hold, int64 incoming)
 
 /*
  * The end of a pinning transaction: applies its committed changes (zero
- * after an abort), returns its holds and unpins.  Runs in the commit and
- * abort callbacks, so it must not fail.
+ * after an abort), returns its holds and unpins.  With s->notify, notes
+ * when the committed available (on_hand - reserved: holds in flight do not
+ * count, so buyers in flight do not make it flicker) reaches zero or comes
+ * back above it, and returns whether it did (cache_notify.c).  Runs in the
+ * commit and abort callbacks, so it must not fail.
  */
-void
+bool
 EscrowEndTxn(InvEntry *entry, const InvTxnEnd *s)
 {
+	bool		crossed;
+
 	SpinLockAcquire(&entry->mutex);
+	crossed = s->notify &&
+		(entry->on_hand - entry->reserved > 0) !=
+		(entry->on_hand + s->delta.on_hand - entry->reserved - s->delta.reserved > 0);
+	if (crossed)
+	{
+		entry->notify_pending = true;
+		entry->notify_seq++;
+	}
 	entry->on_hand += s->delta.on_hand;
 	entry->reserved += s->delta.reserved;
 	entry->version += s->delta.version;
@@ -242,5 +255,6 @@ EscrowEndTxn(InvEntry *entry, const InvTxnEnd *s)
 	entry->pins--;
 	entry->gen++;
 	SpinLockRelease(&entry->mutex);
+	return crossed;
 }
 

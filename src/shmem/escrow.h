@@ -45,6 +45,7 @@ typedef struct InvTxnEnd
 	bool		has_rules;		/* it set the rules: */
 	InvRules	rules;
 	InvCounters counts;
+	bool		notify;			/* note a crossing of zero for LISTEN */
 } InvTxnEnd;
 
 extern InvAdmit EscrowAdmit(const InvKey *key, InvEntry **entryp, int64 qty,
@@ -59,6 +60,6 @@ extern bool EscrowSetDropping(InvEntry *entry, bool dropping);
 extern bool EscrowCheckBounds(InvEntry *entry, const InvEffect *own,
 							  int64 own_holds, InvView *view);
 extern void EscrowRelease(InvEntry *entry, int64 hold, int64 incoming);
-extern void EscrowEndTxn(InvEntry *entry, const InvTxnEnd *settle);
+extern bool EscrowEndTxn(InvEntry *entry, const InvTxnEnd *settle);
 
 #endif							/* INVENTORY_ESCROW_H */

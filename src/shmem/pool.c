@@ -77,6 +77,7 @@ typedef struct PoolSlot
 {
 	Oid			dboid;			/* InvalidOid: the slot is free */
 	pid_t		pid;			/* 0 until the worker attaches */
+	Latch	   *latch;			/* the worker's, once it attaches */
 	TimestampTz started_at;
 } PoolSlot;
 
@@ -328,12 +329,19 @@ PublishDue(TimestampTz when)
 {
 	PoolDb	   *db = MyDb();
 
+	int			slot;
+
 	/*
 	 * The launcher is told only when its plan changes -- and not by a
-	 * worker, which is in the database already.
+	 * worker, which is in the database already.  A worker in the database
+	 * is woken too, should it sleep past the new due time.
 	 */
-	if (db != NULL && DueLower(db, when) && my_slot == NULL &&
-		when < (TimestampTz) pg_atomic_read_u64(&pool->launcher_wake))
+	if (db == NULL || !DueLower(db, when) || my_slot != NULL)
+		return;
+	slot = db->slot;
+	if (slot >= 0 && pool->slots[slot].latch != NULL)
+		SetLatch(pool->slots[slot].latch);
+	if (when < (TimestampTz) pg_atomic_read_u64(&pool->launcher_wake))
 		WakeLauncher();
 }
 
@@ -644,6 +652,7 @@ PoolAssign(TimestampTz now, int *slotno, Oid *dboid, NameData *datname)
 
 		s->dboid = best->dboid;
 		s->pid = 0;
+		s->latch = NULL;
 		s->started_at = now;
 		best->slot = slot;
 		*slotno = slot;
@@ -670,6 +679,7 @@ PoolUnassign(int slotno, TimestampTz retry_at)
 	}
 	s->dboid = InvalidOid;
 	s->pid = 0;
+	s->latch = NULL;
 	LWLockRelease(pool->lock);
 }
 
@@ -741,6 +751,7 @@ WorkerDetach(int code, Datum arg)
 	}
 	my_slot->dboid = InvalidOid;
 	my_slot->pid = 0;
+	my_slot->latch = NULL;
 	LWLockRelease(pool->lock);
 	WakeLauncher();
 }
@@ -765,6 +776,7 @@ PoolWorkerAttach(int slotno)
 	if (db != NULL && db->slot == slotno && s->pid == 0)
 	{
 		s->pid = MyProcPid;
+		s->latch = MyLatch;
 		s->started_at = GetCurrentTimestamp();
 		my_slot = s;
 		visit_db = db;

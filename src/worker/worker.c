@@ -13,6 +13,10 @@
  * write.  The worker stays while more work falls due within
  * inventory.expire_interval and no other database waits for a slot, and
  * leaves otherwise; it reloads its settings on SIGHUP and leaves on SIGTERM.
+ * With inventory.stock_notifications on, each round first sends LISTEN
+ * inventory_stock the SKUs that sold out or came back on sale
+ * (shmem/cache_notify.c), in a transaction of its own, so that the
+ * commits that made them do not take NOTIFY's cluster-wide lock.
  * At most once per inventory.verify_interval a visit also compares the
  * cache with the tables, as inventory.verify() does, and records what it
  * found for inventory.verify_status; a database with no work due gets no
@@ -22,6 +26,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "commands/async.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -33,12 +38,14 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/json.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "api/verify.h"
 #include "inventory.h"
 #include "shmem/cache.h"
+#include "shmem/cache_notify.h"
 #include "shmem/cache_restore.h"
 #include "shmem/cache_stats.h"
 #include "shmem/keyfilter.h"
@@ -46,6 +53,9 @@
 #include "worker/worker.h"
 #include "tables/maintenance.h"
 #include "tables/stmt.h"
+
+/* the channel of LISTEN inventory_stock */
+#define INV_STOCK_CHANNEL	"inventory_stock"
 
 /* SKUs folded together in one statement */
 #define FOLD_SKUS	1000
@@ -122,6 +132,51 @@ NextExpiry(void)
  * the beginning, so that rows a buyer held are tried again.
  */
 static TimestampTz expire_from = DT_NOBEGIN;
+
+/*
+ * Sends the SKUs whose committed available reached zero or came back above
+ * it to LISTEN inventory_stock, each with its latest state; one that was
+ * sent less than inventory.stock_notify_interval ago is due again then.
+ * The notes are done only once the notifications have committed.
+ */
+static void
+WorkerNotify(void)
+{
+	InvStockNote *notes;
+	TimestampTz now;
+	TimestampTz next;
+	int			n;
+
+	if (!inv_stock_notifications)
+		return;
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (!ExtensionPresent())
+	{
+		/* the round that follows says so, and leaves */
+		CommitTransactionCommand();
+		return;
+	}
+	now = GetCurrentTimestamp();
+	n = CacheTakeNotes(&notes, now, &next);
+	if (n > 0)
+		pgstat_report_activity(STATE_RUNNING, "inventory: notifying inventory_stock");
+	for (int i = 0; i < n; i++)
+	{
+		StringInfoData payload;
+
+		initStringInfo(&payload);
+		appendStringInfoString(&payload, "{\"sku\": ");
+		escape_json(&payload, notes[i].key.sku);
+		appendStringInfo(&payload, ", \"available\": " INT64_FORMAT ", \"version\": " INT64_FORMAT "}",
+						 notes[i].available, notes[i].version);
+		Async_Notify(INV_STOCK_CHANNEL, payload.data);
+	}
+	if (next != POOL_NOTHING_DUE)
+		PoolNoteDue(next);
+	CommitTransactionCommand();
+	CacheNotesSent(notes, n, now);
+}
 
 /* One round; reports what it did and when work is due next. */
 static void
@@ -270,6 +325,7 @@ inventory_worker_main(Datum main_arg)
 			break;
 
 		PoolVisitBegin();
+		WorkerNotify();
 		WorkerRound();
 		WorkerVerify();
 

@@ -23,11 +23,14 @@
 #include "common/int.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "shmem/cache.h"
+#include "shmem/cache_notify.h"
 #include "shmem/cache_restore.h"
 #include "shmem/escrow.h"
 #include "shmem/metrics.h"
+#include "shmem/pool.h"
 #include "xact/pending.h"
 
 /* A SKU this transaction pins. */
@@ -692,6 +695,7 @@ static void
 EndTransaction(bool commit)
 {
 	InvCounters committed;
+	bool		notify = false;
 
 	memset(&committed, 0, sizeof(committed));
 	for (int i = 0; i < nchanges; i++)
@@ -721,11 +725,16 @@ EndTransaction(bool commit)
 		Touched    *t = touched[i];
 
 		t->end.was_dropping = t->dropping;
-		EscrowEndTxn(t->entry, &t->end);
+		t->end.notify = commit && inv_stock_notifications;
+		if (EscrowEndTxn(t->entry, &t->end))
+			notify = true;
 		hash_search(touched_hash, &t->key, HASH_REMOVE, NULL);
 	}
 	ntouched = 0;
 	nchanges = 0;
+	/* a SKU sold out or back on sale: a worker sends it at once */
+	if (notify)
+		PoolNoteDue(GetCurrentTimestamp());
 
 	/* SKUs prepared by calls that failed before pinning */
 	if (touched_hash != NULL && hash_get_num_entries(touched_hash) > 0)
