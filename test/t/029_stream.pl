@@ -272,6 +272,7 @@ $node->command_ok([ 'pg_restore', '-d', $node->connstr('copy'), "$tmp/shop.dump"
 my $restored = join "\n", split /\n/, $node->safe_psql('copy', q{
 SELECT data FROM pg_logical_slot_get_changes('restored', NULL, NULL,
   'format-version', '2', 'include-xids', '1', 'include-lsn', '1')});
+append_to_file("$PostgreSQL::Test::Utils::log_path/029_stream_restore.jsonl", "$restored\n");
 my $copy = Outbox->new;
 $copy->apply($_) for Outbox::wal2json_transactions($restored);
 is_deeply($copy->{anomalies}, [], 'the consumer makes sense of the restore');
@@ -290,6 +291,11 @@ is_deeply($rebuilt, $copied, 'the history rebuilds the restored ledger');
 like($restored, qr/"content":"\{\\"event\\":\\"restore\\",\\"phase\\":\\"begin\\",\\"table\\":\\"inventory.ledger\\"\}"\}\n\{"action":"I"[^\n]*"table":"ledger"/,
 	'the restore marker comes before the rows it marks');
 
+is($node->safe_psql('copy', q{
+SELECT count(*) FILTER (WHERE pubname = 'outbox') || ' '
+       || (SELECT count(*) FROM pg_publication_tables WHERE pubname = 'outbox')
+  FROM pg_publication}), '1 0',
+	'pg_restore brings the publication but not the ledger in it: the extension\'s tables are left out');
 is($node->safe_psql('shop', q{
 SELECT string_agg(slot_name || ' ' || wal_status, ', ' ORDER BY slot_name) FROM pg_replication_slots
  WHERE database = 'shop'}), 'cdc reserved, w2j reserved', 'the slots keep their WAL within max_slot_wal_keep_size');
