@@ -17,7 +17,8 @@
  * leaves them unwritable is refused, naming the publication and saying
  * what to do instead.  Where they were unwritable already (a publication
  * made before the library checked), the statement runs and a warning says
- * so.
+ * so.  DROP INDEX is checked before it runs, as DROP INDEX CONCURRENTLY
+ * has committed its first steps when it ends.
  *
  * Publishing the whole tables -- FOR TABLE without a filter, FOR TABLES IN
  * SCHEMA, FOR ALL TABLES -- is fine: their primary keys are their replica
@@ -96,22 +97,34 @@ Fails(Relation rel, CmdType cmd)
 		(update ? desc.pubactions.pubupdate : desc.pubactions.pubdelete);
 }
 
+/* every publication that publishes rel, whichever way */
+static List *
+PublicationsOf(Relation rel)
+{
+	List	   *puboids = GetRelationPublications(RelationGetRelid(rel));
+
+	puboids = list_concat_unique_oid(puboids,
+									 GetSchemaPublications(RelationGetNamespace(rel)));
+	return list_concat_unique_oid(puboids, GetAllTablesPublications());
+}
+
+static bool
+Publishes(Publication *pub, CmdType cmd)
+{
+	return cmd == CMD_UPDATE ? pub->pubactions.pubupdate : pub->pubactions.pubdelete;
+}
+
 /* Which publication makes cmd of rel fail, and how. */
 static Breakage
 Culprit(Relation rel, CmdType cmd, Publication **culprit)
 {
-	List	   *puboids;
 	ListCell   *lc;
 
-	puboids = GetRelationPublications(RelationGetRelid(rel));
-	puboids = list_concat_unique_oid(puboids,
-									 GetSchemaPublications(RelationGetNamespace(rel)));
-	puboids = list_concat_unique_oid(puboids, GetAllTablesPublications());
-	foreach(lc, puboids)
+	foreach(lc, PublicationsOf(rel))
 	{
 		Publication *pub = GetPublication(lfirst_oid(lc));
 
-		if (!(cmd == CMD_UPDATE ? pub->pubactions.pubupdate : pub->pubactions.pubdelete))
+		if (!Publishes(pub, cmd))
 			continue;
 		*culprit = pub;
 		if (!HasIdentity(rel))
@@ -234,6 +247,7 @@ Report(int elevel, Relation rel, CmdType cmd, Breakage how, Publication *pub)
 	const char *WHAT = cmd == CMD_UPDATE ? "UPDATE" : "DELETE";
 	/* a warning says what is so already, an error what would be */
 	const char *makes = elevel < ERROR ? "makes" : "would make";
+	const char *has = elevel < ERROR ? "has" : "would have";
 	char	   *identity = ColumnNames(rel, IdentityColumns(rel), false);
 
 	switch (how)
@@ -265,9 +279,9 @@ Report(int elevel, Relation rel, CmdType cmd, Breakage how, Publication *pub)
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 					 errmsg("publication \"%s\" %s every %s of %s fail",
 							pub->name, makes, what, table),
-					 errdetail("The table has no replica identity and the publication publishes its %ss: PostgreSQL then refuses every %s of the table, and %s.",
-							   what, WHAT, Writes(rel, cmd)),
-					 errhint("Give the table its replica identity back: ALTER TABLE %s REPLICA IDENTITY DEFAULT.",
+					 errdetail("The table %s no replica identity and the publication publishes its %ss: PostgreSQL then refuses every %s of the table, and %s.",
+							   has, what, WHAT, Writes(rel, cmd)),
+					 errhint("Keep a replica identity on the table: ALTER TABLE %s REPLICA IDENTITY DEFAULT uses its primary key.",
 							 table)));
 			break;
 		case BREAKS_NOTHING:
@@ -332,4 +346,49 @@ PublicationsCheck(bool were_broken)
 {
 	CommandCounterIncrement();
 	(void) CheckTables(true, were_broken ? WARNING : ERROR);
+}
+
+/*
+ * Before DROP INDEX: refuses to drop the index that is the replica identity
+ * of one of the tables (REPLICA IDENTITY USING INDEX) while a publication
+ * publishes its updates or deletes.
+ */
+void
+PublicationsCheckDropIndex(List *objects)
+{
+	static const CmdType cmds[] = {CMD_UPDATE, CMD_DELETE};
+	Oid			relids[2];
+	int			n = InventoryTables(relids);
+	ListCell   *lc;
+
+	if (n == 0)
+		return;
+	foreach(lc, objects)
+	{
+		RangeVar   *rv = makeRangeVarFromNameList((List *) lfirst(lc));
+		Oid			index = RangeVarGetRelid(rv, NoLock, true);
+
+		for (int i = 0; i < n && OidIsValid(index); i++)
+		{
+			Relation	rel = relation_open(relids[i], AccessShareLock);
+
+			if (rel->rd_rel->relreplident == REPLICA_IDENTITY_INDEX &&
+				RelationGetReplicaIndex(rel) == index)
+			{
+				for (int c = 0; c < (int) lengthof(cmds); c++)
+				{
+					ListCell   *pc;
+
+					foreach(pc, PublicationsOf(rel))
+					{
+						Publication *pub = GetPublication(lfirst_oid(pc));
+
+						if (Publishes(pub, cmds[c]))
+							Report(ERROR, rel, cmds[c], BREAKS_WITHOUT_IDENTITY, pub);
+					}
+				}
+			}
+			relation_close(rel, AccessShareLock);
+		}
+	}
 }

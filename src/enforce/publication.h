@@ -8,7 +8,10 @@
 
 #include "postgres.h"
 
+#include "nodes/pg_list.h"
+
 extern bool PublicationsBreakTables(void);
 extern void PublicationsCheck(bool were_broken);
+extern void PublicationsCheckDropIndex(List *objects);
 
 #endif							/* INVENTORY_PUBLICATION_H */

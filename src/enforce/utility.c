@@ -286,7 +286,8 @@ KeepTriggerStates(void)
 
 /*
  * Statements after which a publication may make the tables unwritable:
- * publications, the tables' replica identity, an index that was one.
+ * publications, the tables' replica identity.  (DROP INDEX is checked
+ * before it runs: DROP INDEX CONCURRENTLY cannot be undone at its end.)
  */
 static bool
 MayChangePublishing(Node *stmt)
@@ -298,8 +299,6 @@ MayChangePublishing(Node *stmt)
 			return true;
 		case T_AlterTableStmt:
 			return IsInventoryTable(((AlterTableStmt *) stmt)->relation);
-		case T_DropStmt:
-			return ((DropStmt *) stmt)->removeType == OBJECT_INDEX;
 		default:
 			return false;
 	}
@@ -320,6 +319,8 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	if (IsCreateInventory(stmt))
 		PoolCheckRoom();
+	if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_INDEX)
+		PublicationsCheckDropIndex(((DropStmt *) stmt)->objects);
 	if (OidIsValid(paused))
 		Pause(paused);
 	PG_TRY();
