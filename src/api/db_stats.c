@@ -4,7 +4,8 @@
  *	  keep one connection to one database: what callers were told and what
  *	  committed (shmem/metrics.c), and the cache's entries summed per
  *	  database with its hottest SKUs.  Each row names its database, as
- *	  pg_stat_database's do; a database dropped meanwhile is left out.
+ *	  pg_stat_database's do; a database dropped meanwhile is left out, and
+ *	  its counters are let go.
  */
 #include "postgres.h"
 
@@ -34,7 +35,10 @@ inventory_call_stats(PG_FUNCTION_ARGS)
 		char	   *name = get_database_name(dbs[i].dboid);
 
 		if (name == NULL)
+		{
+			MetricsForget(dbs[i].dboid);
 			continue;
+		}
 		for (int call = 0; call < INV_NUM_CALLS; call++)
 			for (int st = 0; st < INV_NUM_STATUSES; st++)
 			{
@@ -71,7 +75,10 @@ inventory_movement_stats(PG_FUNCTION_ARGS)
 		char	   *name = get_database_name(dbs[i].dboid);
 
 		if (name == NULL)
+		{
+			MetricsForget(dbs[i].dboid);
 			continue;
+		}
 		for (int m = 0; m < INV_NUM_MOVEMENTS; m++)
 		{
 			Datum		v[3];

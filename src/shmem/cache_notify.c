@@ -76,24 +76,30 @@ CacheTakeNotes(InvStockNote **notes, TimestampTz now, TimestampTz *next)
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		InvStockNote note;
-		TimestampTz due;
+		TimestampTz notified_at;
 		bool		pending;
 
 		if (entry->key.dbid != MyDatabaseId || entry->key.relid != relid)
 			continue;
 		SpinLockAcquire(&entry->mutex);
 		pending = entry->notify_pending && !entry->loading;
-		due = TimestampTzPlusMilliseconds(entry->notified_at, inv_stock_notify_interval);
+		notified_at = entry->notified_at;
 		note.available = entry->on_hand - entry->reserved;
 		note.version = entry->version;
 		note.seq = entry->notify_seq;
 		SpinLockRelease(&entry->mutex);
 		if (!pending)
 			continue;
-		if (entry->notified_at != 0 && due > now)
+		if (notified_at != 0)
 		{
-			*next = Min(*next, due);
-			continue;
+			TimestampTz due = TimestampTzPlusMilliseconds(notified_at,
+														  inv_stock_notify_interval);
+
+			if (due > now)
+			{
+				*next = Min(*next, due);
+				continue;
+			}
 		}
 		note.key = entry->key;
 		if (n == size)

@@ -238,6 +238,11 @@ FoldSlot(int code, Datum arg)
 	slot->s.dboid = InvalidOid;
 	LWLockRelease(metrics->lock);
 	my_slot = NULL;
+	if (entry == NULL)
+		ereport(LOG,
+				(errmsg("inventory: the counters of this session were not kept"),
+				 errdetail("All %d entries for databases are taken.", metrics->ndbs),
+				 errhint("Read inventory.call_stats to let go of dropped databases' counters, or raise inventory.max_databases.")));
 }
 
 /* This backend's slot, claimed for its database at the first count. */
