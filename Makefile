@@ -22,6 +22,7 @@ OBJS = \
 	src/worker/express_writer.o \
 	src/worker/launcher.o \
 	src/worker/worker.o \
+	src/enforce/publication.o \
 	src/enforce/restore.o \
 	src/enforce/rules.o \
 	src/enforce/trigger.o \
@@ -41,6 +42,7 @@ OBJS = \
 	src/tables/ledger_row.o \
 	src/tables/ledger_table.o \
 	src/tables/maintenance.o \
+	src/tables/markers.o \
 	src/tables/sku_row.o \
 	src/tables/stmt.o \
 	src/types/state.o \

@@ -16,7 +16,7 @@ INV_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 INV_PGBIN=/usr/lib/postgresql/15/bin
 INV_PACKAGES=(postgresql-15 postgresql-client-15 postgresql-server-dev-15
 	postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
-	libipc-run-perl postgresql-15-plproxy pgbouncer gdb make gcc
+	libipc-run-perl postgresql-15-plproxy postgresql-15-wal2json pgbouncer gdb make gcc
 	prometheus-postgres-exporter prometheus python3)
 
 inv_log() { printf '== %s\n' "$*" >&2; }

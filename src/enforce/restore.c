@@ -31,6 +31,10 @@
  *
  * An INSERT is never a restore, nor a COPY of some of the columns: they
  * follow the rules of a new movement, whoever runs them.
+ *
+ * With wal_level logical, each restoring COPY is bracketed by markers
+ * (markers.c), so that a consumer of the logical decoding stream can tell
+ * its rows, history, from new movements.
  */
 #include "postgres.h"
 
@@ -47,6 +51,7 @@
 #include "shmem/cache.h"
 #include "shmem/cache_restore.h"
 #include "tables/catalog.h"
+#include "tables/markers.h"
 #include "tables/stmt.h"
 #include "xact/pending.h"
 
@@ -133,15 +138,20 @@ RestoreBegin(CopyStmt *stmt)
 				 errhint("Restore in a transaction of its own, or first.")));
 	LockRestore(cat->sku_rel);
 	CacheBeginRestore();
+	MarkRestoreBegin(relid);
 	restoring_rel = relid;
 	return true;
 }
 
-/* The COPY has loaded every row: check what the tables now hold. */
+/*
+ * The COPY has loaded every row, rows of them (negative when not known):
+ * check what the tables now hold.
+ */
 void
-RestoreFinish(void)
+RestoreFinish(int64 rows)
 {
-	bool		ledger = (restoring_rel == InvGetCatalog()->ledger_rel);
+	Oid			relid = restoring_rel;
+	bool		ledger = (relid == InvGetCatalog()->ledger_rel);
 	int			spi;
 
 	restoring_rel = InvalidOid;
@@ -160,6 +170,7 @@ RestoreFinish(void)
 				 errhint("Restore inventory.sku and inventory.ledger together, from one dump of one database.")));
 	}
 	InvSpiFinish(spi);
+	MarkRestoreEnd(relid, rows);
 }
 
 void

@@ -10,7 +10,7 @@
 #include "nodes/parsenodes.h"
 
 extern bool RestoreBegin(CopyStmt *stmt);
-extern void RestoreFinish(void);
+extern void RestoreFinish(int64 rows);
 extern void RestoreReset(void);
 extern bool RestoreInProgress(Oid relid);
 

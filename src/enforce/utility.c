@@ -15,6 +15,9 @@
  * - ALTER TABLE of inventory.ledger or inventory.sku that adds the
  *   ledger's foreign key (pg_upgrade does) or enables triggers: their
  *   triggers are set back as the extension made them.
+ * - CREATE and ALTER PUBLICATION, ALTER TABLE of those tables and DROP
+ *   INDEX are refused when they would make PostgreSQL refuse every UPDATE
+ *   or DELETE of the tables (publication.c).
  */
 #include "postgres.h"
 
@@ -35,6 +38,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "enforce/publication.h"
 #include "enforce/restore.h"
 #include "enforce/utility.h"
 #include "shmem/express.h"
@@ -280,6 +284,26 @@ KeepTriggerStates(void)
 	CommandCounterIncrement();
 }
 
+/*
+ * Statements after which a publication may make the tables unwritable:
+ * publications, the tables' replica identity.  (DROP INDEX is checked
+ * before it runs: DROP INDEX CONCURRENTLY cannot be undone at its end.)
+ */
+static bool
+MayChangePublishing(Node *stmt)
+{
+	switch (nodeTag(stmt))
+	{
+		case T_CreatePublicationStmt:
+		case T_AlterPublicationStmt:
+			return true;
+		case T_AlterTableStmt:
+			return IsInventoryTable(((AlterTableStmt *) stmt)->relation);
+		default:
+			return false;
+	}
+}
+
 static void
 InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 				  bool readOnlyTree, ProcessUtilityContext context,
@@ -290,9 +314,13 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Oid			paused = DatabaseToPause(stmt);
 	bool		restore = IsA(stmt, CopyStmt) && RestoreBegin((CopyStmt *) stmt);
 	bool		triggers = ChangesTriggers(stmt);
+	bool		publishing = MayChangePublishing(stmt);
+	bool		unwritable = publishing && PublicationsBreakTables();
 
 	if (IsCreateInventory(stmt))
 		PoolCheckRoom();
+	if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_INDEX)
+		PublicationsCheckDropIndex(((DropStmt *) stmt)->objects);
 	if (OidIsValid(paused))
 		Pause(paused);
 	PG_TRY();
@@ -319,9 +347,11 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		MetricsForget(paused);
 	}
 	if (restore)
-		RestoreFinish();
+		RestoreFinish(qc ? (int64) qc->nprocessed : -1);
 	if (triggers)
 		KeepTriggerStates();
+	if (publishing)
+		PublicationsCheck(unwritable);
 	if (IsCreateInventory(stmt) || IsDropInventory(stmt))
 		PoolProbeAtCommit();
 }

@@ -23,6 +23,10 @@
  * a change in flight for version-checked calls.  The
  * worker folds the SKUs that the cache knows to have settled movements
  * waiting; inventory.fold() looks at every SKU.
+ *
+ * With wal_level logical, a fold is bracketed by markers (markers.c), so
+ * that a consumer of the logical decoding stream can tell its updates
+ * from movements.
  */
 #include "postgres.h"
 
@@ -35,6 +39,7 @@
 
 #include "tables/catalog.h"
 #include "tables/maintenance.h"
+#include "tables/markers.h"
 #include "tables/stmt.h"
 
 /*
@@ -186,6 +191,7 @@ FoldSettled(char **skus, int nskus, int64 max_rows, bool wait)
 	Datum		args[2];
 	char		nulls[3] = {max_rows < 0 ? 'n' : ' ', ' ', '\0'};
 	int64		folded = 0;
+	int64		skus_folded = 0;
 	int			spi;
 
 	if (!LockFold(wait))
@@ -201,6 +207,7 @@ FoldSettled(char **skus, int nskus, int64 max_rows, bool wait)
 		args[1] = PointerGetDatum(construct_array(elems, nskus, TEXTOID, -1, false, TYPALIGN_INT));
 	}
 
+	MarkFoldBegin();
 	folding = true;
 	PG_TRY();
 	{
@@ -209,12 +216,15 @@ FoldSettled(char **skus, int nskus, int64 max_rows, bool wait)
 		InvStmtRun(stmt, args, nulls, false, 1);
 		folded = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											 SPI_tuptable->tupdesc, 1, &isnull));
+		skus_folded = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												  SPI_tuptable->tupdesc, 2, &isnull));
 	}
 	PG_FINALLY();
 	{
 		folding = false;
 	}
 	PG_END_TRY();
+	MarkFoldEnd(folded, skus_folded);
 	InvSpiFinish(spi);
 	return folded;
 }
