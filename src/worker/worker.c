@@ -13,9 +13,9 @@
  * write.  The worker stays while more work falls due within
  * inventory.expire_interval and no other database waits for a slot, and
  * leaves otherwise; it reloads its settings on SIGHUP and leaves on SIGTERM.
- * With inventory.stock_notifications on, each round first sends LISTEN
- * inventory_stock the SKUs that sold out or came back on sale
- * (shmem/cache_notify.c), in a transaction of its own, so that the
+ * Each round first sends LISTEN inventory_stock the SKUs that sold out or
+ * came back on sale, as noted by commits with inventory.stock_notifications
+ * on (shmem/cache_notify.c), in a transaction of its own, so that the
  * commits that made them do not take NOTIFY's cluster-wide lock.
  * At most once per inventory.verify_interval a visit also compares the
  * cache with the tables, as inventory.verify() does, and records what it
@@ -137,7 +137,10 @@ static TimestampTz expire_from = DT_NOBEGIN;
  * Sends the SKUs whose committed available reached zero or came back above
  * it to LISTEN inventory_stock, each with its latest state; one that was
  * sent less than inventory.stock_notify_interval ago is due again then.
- * The notes are done only once the notifications have committed.
+ * The notes are done only once the notifications have committed.  The
+ * sessions that committed decided, by their inventory.stock_notifications,
+ * whether to note: what they noted is sent whatever the worker's own
+ * setting, so that no note keeps its entry in the cache for ever.
  */
 static void
 WorkerNotify(void)
@@ -147,8 +150,6 @@ WorkerNotify(void)
 	TimestampTz next;
 	int			n;
 
-	if (!inv_stock_notifications)
-		return;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	if (!ExtensionPresent())

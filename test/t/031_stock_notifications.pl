@@ -3,8 +3,8 @@
 # above it, is sent to the listeners by a worker, with its latest state; a
 # listener sees the final state of a hot SKU after a race, a SKU
 # flickering around zero is sent at most once per
-# inventory.stock_notify_interval, and a database without the setting
-# sends nothing.
+# inventory.stock_notify_interval, and a session without the setting notes
+# nothing, while what a session with it noted is always sent.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -139,6 +139,18 @@ ok( wait_until(30, sub {
 $node->safe_psql('quiet', q{NOTIFY marker, 'done'});
 ok(wait_until(30, sub { heard($quiet); $quiet->{out} =~ /notification "marker"/ }), 'the marker arrived');
 is(scalar(@{ heard($quiet) }), 0, 'and no inventory_stock notification: the setting is off by default');
+
+# the setting of the session that commits decides, not the worker's: a
+# role with it on, in the quiet database
+$node->safe_psql('postgres', q{
+CREATE ROLE notifier LOGIN SUPERUSER;
+ALTER ROLE notifier SET inventory.stock_notifications = on});
+$node->safe_psql('quiet', "SELECT inventory.restock('R', 3, 'in-r')", extra_params => [ '-U', 'notifier' ]);
+ok( wait_until(30, sub {
+			my $g = of_sku(heard($quiet), 'R');
+			@$g == 1 && $g->[0][0] == 3;
+	}),
+	'a role with the setting on is heard in a database without it: the worker sends what was noted');
 
 for my $s ($shop, $quiet)
 {
