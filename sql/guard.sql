@@ -98,10 +98,12 @@ SET session_replication_role = replica;
 UPDATE inventory.ledger SET state = 'PENDING' WHERE order_id = 'g-order-6';
 RESET session_replication_role;
 
--- ENABLE TRIGGER makes a trigger fire on origin only (not in a replication
--- session), and with ALL enables the foreign key's checks, which lock the
--- SKU's row: the extension sets its triggers back, leaving disabled what
--- is still disabled
+-- DISABLE TRIGGER, by name, ALL or USER, leaves the extension's triggers
+-- enabled, with a WARNING (pg_restore --disable-triggers commits it alone,
+-- and other sessions would write past them); ENABLE TRIGGER makes a
+-- trigger fire on origin only (not in a replication session), and with ALL
+-- enables the foreign key's checks, which lock the SKU's row: the
+-- extension sets its triggers back, the foreign key's checks disabled
 ALTER TABLE inventory.ledger DISABLE TRIGGER ALL;
 ALTER TABLE inventory.ledger ENABLE TRIGGER ALL;
 ALTER TABLE inventory.sku DISABLE TRIGGER USER;

@@ -13,8 +13,13 @@
  *   DROP SCHEMA inventory CASCADE), commits, a worker looks at the database
  *   again.
  * - ALTER TABLE of inventory.ledger or inventory.sku that adds the
- *   ledger's foreign key (pg_upgrade does) or enables triggers: their
- *   triggers are set back as the extension made them.
+ *   ledger's foreign key (pg_upgrade does), or enables or disables
+ *   triggers: their triggers are set back as the extension made them.  Its
+ *   own stay enabled, with a WARNING when the statement disabled them:
+ *   pg_restore --disable-triggers disables them in a statement of its own,
+ *   committed, and any session writing the tables meanwhile -- a worker,
+ *   a buyer -- would bypass the cache; the COPY that follows is checked as
+ *   a restore anyway.
  * - CREATE and ALTER PUBLICATION, ALTER TABLE of those tables and DROP
  *   INDEX are refused when they would make PostgreSQL refuse every UPDATE
  *   or DELETE of the tables (publication.c).
@@ -31,7 +36,9 @@
 #include "commands/defrem.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
+#include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
+#include "parser/parse_func.h"
 #include "storage/ipc.h"
 #include "tcop/utility.h"
 #include "utils/fmgroids.h"
@@ -182,7 +189,7 @@ IsInventoryTable(RangeVar *rv)
 		 relid == get_relname_relid("sku", nsp));
 }
 
-/* ALTER TABLE of those tables that adds the key or enables triggers */
+/* ALTER TABLE of those tables that adds the key, enables or disables triggers */
 static bool
 ChangesTriggers(Node *stmt)
 {
@@ -202,6 +209,9 @@ ChangesTriggers(Node *stmt)
 			case AT_EnableReplicaTrig:
 			case AT_EnableTrigAll:
 			case AT_EnableTrigUser:
+			case AT_DisableTrig:
+			case AT_DisableTrigAll:
+			case AT_DisableTrigUser:
 				return true;
 			case AT_AddConstraint:
 				if (con != NULL && IsA(con, Constraint) &&
@@ -216,10 +226,16 @@ ChangesTriggers(Node *stmt)
 	return false;
 }
 
-/* Sets the triggers of one table as the extension wants them. */
-static void
-KeepTriggers(Oid relid, Oid key)
+/*
+ * Sets the triggers of one table as the extension wants them: its own
+ * (those of enforce) ALWAYS, the foreign key's checks disabled, another
+ * trigger that is enabled ALWAYS.  Returns whether one of its own was
+ * disabled.
+ */
+static bool
+KeepTriggers(Oid relid, Oid key, Oid enforce)
 {
+	bool		ours_disabled = false;
 	Relation	tgrel = table_open(TriggerRelationId, AccessShareLock);
 	ScanKeyData skey;
 	SysScanDesc scan;
@@ -239,6 +255,12 @@ KeepTriggers(Oid relid, Oid key)
 
 		if (OidIsValid(key) && tg->tgconstraint == key)
 			want = TRIGGER_DISABLED;
+		else if (!tg->tgisinternal && tg->tgfoid == enforce)
+		{
+			want = TRIGGER_FIRES_ALWAYS;
+			if (tg->tgenabled == TRIGGER_DISABLED)
+				ours_disabled = true;
+		}
 		else if (!tg->tgisinternal && tg->tgenabled != TRIGGER_DISABLED)
 			want = TRIGGER_FIRES_ALWAYS;
 		if (want != tg->tgenabled)
@@ -251,7 +273,7 @@ KeepTriggers(Oid relid, Oid key)
 	table_close(tgrel, AccessShareLock);
 
 	if (names == NIL)
-		return;
+		return false;
 	{
 		Relation	rel = table_open(relid, ShareRowExclusiveLock);
 
@@ -260,6 +282,7 @@ KeepTriggers(Oid relid, Oid key)
 								 ShareRowExclusiveLock);
 		table_close(rel, NoLock);
 	}
+	return ours_disabled;
 }
 
 static void
@@ -269,6 +292,8 @@ KeepTriggerStates(void)
 	Oid			ledger;
 	Oid			sku;
 	Oid			key;
+	Oid			enforce;
+	bool		kept;
 
 	/* a schema inventory of this database's own, without the extension */
 	if (!OidIsValid(get_extension_oid("inventory", true)))
@@ -278,10 +303,18 @@ KeepTriggerStates(void)
 	sku = get_relname_relid("sku", nsp);
 	/* the key is missing in a schema of version 0.1 */
 	key = OidIsValid(ledger) ? get_relation_constraint_oid(ledger, SKU_KEY, true) : InvalidOid;
+	enforce = LookupFuncName(list_make2(makeString("inventory"), makeString("enforce")),
+							 0, NULL, true);
 
-	KeepTriggers(ledger, key);
-	KeepTriggers(sku, key);
+	kept = KeepTriggers(ledger, key, enforce);
+	kept = KeepTriggers(sku, key, enforce) || kept;
 	CommandCounterIncrement();
+	if (kept)
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("the triggers of inventory.ledger and inventory.sku stay enabled"),
+				 errdetail("They check every write to the inventory tables and keep the shared-memory cache and the key filter in step with them; with them disabled, other sessions could write past them and oversell."),
+				 errhint("A restore needs no disabled triggers: a COPY of a whole inventory table by its owner is checked as a restore.")));
 }
 
 /*

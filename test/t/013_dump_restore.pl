@@ -1,7 +1,9 @@
 # I8, backup and restore with the ordinary tools and no special flag:
 # pg_dump -Fc + pg_restore (also -j 2 and -1), a plain pg_dump + psql,
-# pg_dumpall + psql into a fresh cluster, data-only dumps, and the ledger
-# restored before inventory.sku.  Each restored database must equal the
+# pg_dumpall + psql into a fresh cluster, data-only dumps (also with
+# --disable-triggers, whose DISABLE TRIGGER leaves the extension's triggers
+# on, with a warning, and under session_replication_role = replica), and
+# the ledger restored before inventory.sku.  Each restored database must equal the
 # source: the same inventory.stock, the same rows and keys, replays
 # answered as duplicates, holds in place, verify() empty, the PENDING
 # reservations expiring on time.  An inconsistent dump fails loudly and
@@ -53,6 +55,8 @@ $src->command_ok([ @dump, '-Fc', '-f', "$tmp/shop.dump" ], 'pg_dump -Fc');
 $src->command_ok([ @dump, '-f', "$tmp/shop.sql" ], 'pg_dump, plain');
 $src->command_ok([ @dump, '--data-only', '-f', "$tmp/data.sql" ], 'pg_dump --data-only, plain');
 $src->command_ok([ @dump, '--data-only', '-Fc', '-f', "$tmp/data.dump" ], 'pg_dump --data-only -Fc');
+$src->command_ok([ @dump, '--data-only', '--disable-triggers', '-f', "$tmp/data-dt.sql" ],
+	'pg_dump --data-only --disable-triggers, plain');
 $src->command_ok([ 'pg_dumpall', '-d', $src->connstr('postgres'), '-f', "$tmp/all.sql" ], 'pg_dumpall');
 
 # the ledger before inventory.sku, as a parallel restore may load them
@@ -76,6 +80,17 @@ sub psql_file
 		'>', \$out, '2>', \$err);
 	return ($ok, $err);
 }
+
+# a tool's run: whether it succeeded, and what it said on stderr
+sub run_tool
+{
+	my (@cmd) = @_;
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run(\@cmd, '>', \$out, '2>', \$err);
+	return ($ok, $err);
+}
+
+my $kept_on = qr/WARNING:  the triggers of inventory\.ledger and inventory\.sku stay enabled/;
 
 my %restored;    # database => route
 my %route = (
@@ -111,6 +126,38 @@ my %route = (
 		my ($db) = @_;
 		$dst->safe_psql($db, 'CREATE EXTENSION inventory');
 		$dst->command_ok([ 'pg_restore', '-d', $dst->connstr($db), "$tmp/data.dump" ], "pg_restore --data-only into $db");
+	},
+	'data-only + pg_restore --disable-triggers' => sub {
+		my ($db) = @_;
+		$dst->safe_psql($db, 'CREATE EXTENSION inventory');
+		my ($ok, $err) = run_tool('pg_restore', '-v', '--disable-triggers', '-d', $dst->connstr($db),
+			"$tmp/data.dump");
+		ok($ok, "pg_restore --data-only --disable-triggers into $db exits 0") or diag $err;
+		like($err, $kept_on, "$db: pg_restore -v shows the warning that the triggers stay enabled");
+	},
+	'data-only + pg_restore --disable-triggers -1 -e' => sub {
+		my ($db) = @_;
+		$dst->safe_psql($db, 'CREATE EXTENSION inventory');
+		my $offset = -s $dst->logfile;
+		my ($ok, $err) = run_tool('pg_restore', '--disable-triggers', '-1', '-e', '-d', $dst->connstr($db),
+			"$tmp/data.dump");
+		ok($ok, "pg_restore --disable-triggers -1 -e into $db exits 0: a warning is no error") or diag $err;
+		unlike($err, $kept_on, "$db: without -v, pg_restore shows no warning");
+		like(slurp_file($dst->logfile, $offset), $kept_on, "$db: the server's log has it");
+	},
+	'data-only --disable-triggers + psql' => sub {
+		my ($db) = @_;
+		$dst->safe_psql($db, 'CREATE EXTENSION inventory');
+		my ($ok, $err) = psql_file($dst, $db, "$tmp/data-dt.sql");
+		ok($ok, "psql -v ON_ERROR_STOP=1 -f data-dt.sql into $db") or diag $err;
+		like($err, $kept_on, "$db: psql shows the warning");
+	},
+	'data-only + pg_restore, session_replication_role = replica' => sub {
+		my ($db) = @_;
+		$dst->safe_psql($db, 'CREATE EXTENSION inventory');
+		local $ENV{PGOPTIONS} = '-c session_replication_role=replica';
+		my ($ok, $err) = run_tool('pg_restore', '--disable-triggers', '-d', $dst->connstr($db), "$tmp/data.dump");
+		ok($ok, "pg_restore --disable-triggers with session_replication_role = replica into $db") or diag $err;
 	},
 );
 
@@ -215,6 +262,30 @@ restore_fails("$tmp/bad3.sql", 'bad3', qr/a restored PENDING reservation cannot 
 $src->command_ok([ @dump, '--inserts', '-f', "$tmp/inserts.sql" ], 'pg_dump --inserts');
 restore_fails("$tmp/inserts.sql", 'bad4', qr/cannot be folded|must be PENDING/,
 	'pg_dump --inserts');
+
+# between pg_restore's DISABLE TRIGGER and its COPY, another session sells:
+# through the triggers, which stayed on
+$src->safe_psql('shop', 'ALTER TABLE inventory.ledger DISABLE TRIGGER ALL');
+is($src->safe_psql('shop', q{
+SELECT string_agg(DISTINCT tgenabled::text, '') FROM pg_trigger
+ WHERE tgrelid = 'inventory.ledger'::regclass AND NOT tgisinternal}), 'A',
+	'DISABLE TRIGGER ALL left the extension\'s triggers enabled');
+my $left = $src->safe_psql('shop', "SELECT available FROM inventory.stock WHERE sku = 'MUG'");
+is($src->safe_psql('shop', q{
+SELECT (inventory.reserve('MUG', 1, 'meanwhile', ttl => '1 hour')).status;
+SELECT inventory.available('MUG')}), "ok\n" . ($left - 1),
+	'a sale meanwhile is counted by the cache');
+is($src->safe_psql('shop', 'SELECT count(*) FROM inventory.verify()'), '0', 'and verify() is empty');
+$src->safe_psql('shop', 'ALTER TABLE inventory.ledger ENABLE TRIGGER ALL');
+
+# under session_replication_role = replica the triggers fire: a movement
+# inserted by hand is checked as any other
+my ($rc, $out, $err) = $src->psql('shop', q{
+SET session_replication_role = replica;
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, state, settled_at)
+VALUES ('forged', 1, 'reserve', 'TEE', 1, 'CONFIRMED', now())});
+isnt($rc, 0, 'session_replication_role = replica: a settled movement inserted by hand is refused');
+like($err, qr/must be PENDING|cannot/, 'by the trigger, which fires all the same');
 
 $dst->stop;
 $src->stop;
