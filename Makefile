@@ -17,6 +17,7 @@ OBJS = \
 	src/api/express_batch.o \
 	src/api/outcome.o \
 	src/api/reserve_now.o \
+	src/api/restore_admin.o \
 	src/api/stats.o \
 	src/api/verify.o \
 	src/worker/express_writer.o \
@@ -42,6 +43,7 @@ OBJS = \
 	src/tables/ledger_row.o \
 	src/tables/ledger_table.o \
 	src/tables/maintenance.o \
+	src/tables/restore_state.o \
 	src/tables/markers.o \
 	src/tables/sku_row.o \
 	src/tables/stmt.o \

@@ -203,3 +203,37 @@ REVOKE ALL ON inventory.verify_status FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION inventory.verify_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.verify_status() TO inventory_admin, inventory_monitor;
 GRANT SELECT ON inventory.verify_status TO inventory_admin, inventory_monitor;
+
+------------------------------------------------------------------------------
+-- A restore that stops half-way
+------------------------------------------------------------------------------
+
+CREATE TABLE inventory.restore_state (
+	started_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	sku_restored boolean NOT NULL DEFAULT false,
+	ledger_restored boolean NOT NULL DEFAULT false,
+	one_row boolean PRIMARY KEY DEFAULT true CHECK (one_row)
+);
+COMMENT ON TABLE inventory.restore_state IS
+	'a row while a restore of this database is incomplete: one of inventory.sku and inventory.ledger restored, the other not since; nothing is sold meanwhile (not dumped)';
+COMMENT ON COLUMN inventory.restore_state.started_at IS 'when the first restoring COPY began';
+COMMENT ON COLUMN inventory.restore_state.sku_restored IS 'whether inventory.sku has been restored since';
+COMMENT ON COLUMN inventory.restore_state.ledger_restored IS 'whether inventory.ledger has been restored since';
+COMMENT ON COLUMN inventory.restore_state.one_row IS 'there is at most one row';
+REVOKE ALL ON inventory.restore_state FROM PUBLIC;
+GRANT SELECT ON inventory.restore_state TO inventory_admin, inventory_monitor;
+
+CREATE FUNCTION inventory.restore_finish() RETURNS void
+	AS 'MODULE_PATHNAME', 'inventory_restore_finish' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
+COMMENT ON FUNCTION inventory.restore_finish() IS
+	'ends a restore of this database that stands incomplete, once both tables are there: checks every SKU, then sells again';
+
+CREATE FUNCTION inventory.restore_abandon() RETURNS void
+	AS 'MODULE_PATHNAME', 'inventory_restore_abandon' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
+COMMENT ON FUNCTION inventory.restore_abandon() IS
+	'ends a restore of this database that stands incomplete without its missing table: the SKUs sell from what is there, unchecked';
+
+REVOKE EXECUTE ON FUNCTION inventory.restore_finish(), inventory.restore_abandon() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.restore_finish(), inventory.restore_abandon() TO inventory_admin;

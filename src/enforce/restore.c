@@ -29,6 +29,15 @@
  * sold nor folded, and a SKU created later is checked against those
  * movements (PendingCheckBounds).
  *
+ * A restore may stop half-way: pg_restore without -1 commits each table's
+ * COPY on its own, and one that fails between them leaves one table
+ * restored.  A restoring COPY into a database whose other table is empty
+ * therefore sets the database's marker of an incomplete restore
+ * (tables/restore_state.c), which stands until both tables have been
+ * restored since; while it stands nothing of
+ * the database is sold or touched by the workers, until an administrator
+ * finishes the restore (the tables are checked whole) or abandons it.
+ *
  * An INSERT is never a restore, nor a COPY of some of the columns: they
  * follow the rules of a new movement, whoever runs them.
  *
@@ -46,12 +55,15 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 
 #include "enforce/restore.h"
 #include "shmem/cache.h"
 #include "shmem/cache_restore.h"
+#include "shmem/pool.h"
 #include "tables/catalog.h"
 #include "tables/markers.h"
+#include "tables/restore_state.h"
 #include "tables/stmt.h"
 #include "xact/pending.h"
 
@@ -138,6 +150,8 @@ RestoreBegin(CopyStmt *stmt)
 				 errhint("Restore in a transaction of its own, or first.")));
 	LockRestore(cat->sku_rel);
 	CacheBeginRestore();
+	RestoreStateBegin(relid == cat->ledger_rel);
+	CacheRestoreMarkerChanged();
 	MarkRestoreBegin(relid);
 	restoring_rel = relid;
 	return true;
@@ -170,7 +184,50 @@ RestoreFinish(int64 rows)
 				 errhint("Restore inventory.sku and inventory.ledger together, from one dump of one database.")));
 	}
 	InvSpiFinish(spi);
+	RestoreStateTableDone(ledger);
+	/* what fell due while the restore stood incomplete is due at once */
+	PoolNoteDue(GetCurrentTimestamp());
 	MarkRestoreEnd(relid, rows);
+}
+
+/*
+ * inventory.restore_finish() (check) and restore_abandon(): an
+ * administrator ends a restore that stands incomplete.  Finishing checks
+ * every SKU as the restore of the ledger does; abandoning does not, and
+ * the SKUs sell from what is there.  Returns whether one stood.
+ */
+bool
+RestoreEndIncomplete(bool check)
+{
+	const InvCatalog *cat = InvGetCatalog();
+	int			spi;
+
+	/* as a restore does, so that none runs meanwhile */
+	LockRestore(cat->sku_rel);
+	if (check)
+	{
+		spi = InvSpiConnect();
+		if (InvStmtRun(&out_of_bounds, NULL, NULL, true, 1) > 0)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[0];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("the restored rows of sku \"%s\" are inconsistent", SPI_getvalue(tup, desc, 1)),
+					 errdetail("The SKU has on_hand %s and reserved %s, which leaves %s available.",
+							   SPI_getvalue(tup, desc, 2), SPI_getvalue(tup, desc, 3),
+							   SPI_getvalue(tup, desc, 4)),
+					 errhint("Restore the missing table from the same dump, or abandon the restore with inventory.restore_abandon().")));
+		}
+		InvSpiFinish(spi);
+	}
+	if (!RestoreStateClear())
+		return false;
+	CacheRestoreMarkerChanged();
+	/* the workers come back for what fell due meanwhile */
+	PoolNoteDue(GetCurrentTimestamp());
+	return true;
 }
 
 void

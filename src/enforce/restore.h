@@ -12,6 +12,7 @@
 extern bool RestoreBegin(CopyStmt *stmt);
 extern void RestoreFinish(int64 rows);
 extern void RestoreReset(void);
+extern bool RestoreEndIncomplete(bool check);
 extern bool RestoreInProgress(Oid relid);
 
 #endif							/* INVENTORY_RESTORE_H */

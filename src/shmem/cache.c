@@ -57,6 +57,17 @@
  * is loaded, pinned or admitted (CacheRead answers from the tables), so once
  * the restore commits every SKU is loaded afresh from what it restored
  * (cache_restore.c).
+ *
+ * A restore may also stop half-way, one table restored and committed, the
+ * other not; its marker (tables/restore_state.c) then stands, and no SKU
+ * of the database is loaded until an administrator ends it.  The marker is
+ * a row of the database's own table, which a load would otherwise read
+ * every time: each backend keeps what it read, with the generation of
+ * inv_cache->marker_gen it read it at, and a transaction that may have
+ * changed a marker bumps the generation when it ends -- after its commit is
+ * visible -- so that every backend reads the table again at its next load.
+ * The generation is read before the table (with a fresh snapshot): a change
+ * committed in between makes the answer stale at once.
  */
 #include "postgres.h"
 
@@ -78,6 +89,7 @@
 #include "shmem/pool.h"
 #include "tables/catalog.h"
 #include "tables/ledger_table.h"
+#include "tables/restore_state.h"
 
 InvShared  *inv_cache = NULL;
 HTAB	   *inv_cache_hash = NULL;
@@ -86,6 +98,13 @@ HTAB	   *inv_cache_hash = NULL;
 bool		inv_cache_restoring_here = false;
 
 int			inv_max_skus = 10000;
+
+/* this backend's reading of its database's restore marker (see "Restores") */
+static uint64 marker_read_at = PG_UINT64_MAX;
+static bool marker_incomplete = false;
+static TimestampTz marker_since = 0;
+/* this transaction may have changed the marker */
+static bool marker_changed = false;
 
 /* Share of the idle entries evicted at once when the cache is full. */
 #define EVICT_FRACTION	0.05
@@ -124,6 +143,7 @@ CacheShmemInit(void)
 		pg_atomic_init_u64(&inv_cache->loads, 0);
 		pg_atomic_init_u64(&inv_cache->evictions, 0);
 		pg_atomic_init_u32(&inv_cache->nrestoring, 0);
+		pg_atomic_init_u64(&inv_cache->marker_gen, 0);
 		memset(inv_cache->restoring, 0, sizeof(inv_cache->restoring));
 	}
 	info.keysize = sizeof(InvKey);
@@ -196,6 +216,61 @@ EntryEvict(void)
 	pfree(idle);
 }
 
+/* This transaction may change the database's restore marker. */
+void
+CacheRestoreMarkerChanged(void)
+{
+	marker_changed = true;
+}
+
+/*
+ * Does a restore of this database stand incomplete?  *since, if given, is
+ * when it began.  Reads the marker only when it may have changed since
+ * this backend last did.
+ */
+bool
+CacheRestoreIncomplete(TimestampTz *since)
+{
+	uint64		gen;
+
+	if (inv_cache == NULL)
+		return false;
+	gen = pg_atomic_read_u64(&inv_cache->marker_gen);
+	if (gen != marker_read_at)
+	{
+		marker_since = 0;
+		marker_incomplete = RestoreStateRead(&marker_since);
+		marker_read_at = gen;
+	}
+	if (since != NULL)
+		*since = marker_since;
+	return marker_incomplete;
+}
+
+/* Before a SKU of this database is loaded: refuses while a restore stands incomplete. */
+static void
+CheckRestoreComplete(void)
+{
+	TimestampTz since;
+
+	if (CacheRestoreIncomplete(&since))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the restore of this database's inventory is incomplete"),
+				 errdetail("A restore of inventory.sku or inventory.ledger began at %s, and the other table has not been restored since; until it is, nothing is sold here.",
+						   timestamptz_to_str(since)),
+				 errhint("Restore the missing table from the same dump, and the restore ends by itself; or end it with SELECT inventory.restore_finish() once both tables are whole, or SELECT inventory.restore_abandon() to sell from what is there.")));
+}
+
+/* A transaction ends: if it may have changed a marker, every backend reads them again. */
+void
+CacheMarkerEndXact(void)
+{
+	if (marker_changed && inv_cache != NULL)
+		pg_atomic_fetch_add_u64(&inv_cache->marker_gen, 1);
+	marker_changed = false;
+}
+
 /* Reads the SKU's counters from the tables into a new entry. */
 static void
 EntryLoad(const InvKey *key)
@@ -212,6 +287,7 @@ EntryLoad(const InvKey *key)
 	if (RecoveryInProgress())
 		elog(ERROR, "inventory: sku \"%s\" cannot be cached during recovery",
 			 key->sku);
+	CheckRestoreComplete();
 
 	/*
 	 * Take the table locks the load needs before the placeholder exists, so

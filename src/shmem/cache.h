@@ -8,6 +8,8 @@
 
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
+
 #include "inventory.h"
 #include "tables/sku_row.h"
 
@@ -50,5 +52,8 @@ extern const InvKey *CacheEntryKey(InvEntry *entry);
 extern bool CacheRead(const InvKey *key, bool load, InvView *view);
 extern bool CacheRestoring(Oid dbid);
 extern bool CacheRestoringHere(void);
+extern bool CacheRestoreIncomplete(TimestampTz *since);
+extern void CacheRestoreMarkerChanged(void);
+extern void CacheMarkerEndXact(void);
 
 #endif							/* INVENTORY_CACHE_H */

@@ -55,6 +55,7 @@ typedef struct InvShared
 	pg_atomic_uint64 loads;
 	pg_atomic_uint64 evictions;
 	pg_atomic_uint32 nrestoring; /* entries of restoring[] in use */
+	pg_atomic_uint64 marker_gen; /* bumped when a restore marker may change */
 	Oid			restoring[MAX_RESTORES];	/* under lock; InvalidOid: free */
 	TimestampTz restoring_since[MAX_RESTORES];	/* under lock */
 } InvShared;

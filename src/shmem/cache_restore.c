@@ -86,10 +86,15 @@ CacheBeginRestore(void)
 				 errhint("Retry when one of them has finished.")));
 }
 
-/* The restoring transaction ends (commit or abort); must not fail. */
+/*
+ * A transaction ends (commit or abort); must not fail.  Ends its restore
+ * mode, and tells every backend to read the restore markers again if it
+ * may have changed one (cache.c, "Restores").
+ */
 void
 CacheEndRestore(void)
 {
+	CacheMarkerEndXact();
 	if (!inv_cache_restoring_here)
 		return;
 	LWLockAcquire(inv_cache->lock, LW_EXCLUSIVE);
@@ -105,3 +110,4 @@ CacheEndRestore(void)
 	LWLockRelease(inv_cache->lock);
 	inv_cache_restoring_here = false;
 }
+

@@ -21,6 +21,7 @@ typedef struct InvCatalog
 	Oid			ledger_buyer_index; /* (buyer_id, sku); InvalidOid in 0.1 */
 	Oid			result_type;	/* inventory.result */
 	Oid			result_rel;		/* its pg_class entry */
+	Oid			restore_state_rel;	/* InvalidOid before 0.3 */
 
 	/* column numbers of inventory.ledger */
 	AttrNumber	l_order_id;

@@ -21,7 +21,9 @@
  * cache with the tables, as inventory.verify() does, and records what it
  * found for inventory.verify_status; a database with no work due gets no
  * visit, and no verify, since nothing there changes.
- * When the extension is not in its database, it says so and leaves.
+ * While a restore of its database is under way or stands incomplete, it
+ * leaves the database alone.  When the extension is not in its database,
+ * it says so and leaves.
  */
 #include "postgres.h"
 
@@ -209,6 +211,14 @@ WorkerRound(void)
 		CommitTransactionCommand();
 		PoolVisitRound(0, 0, TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 														 inv_expire_interval), 0);
+		return;
+	}
+	if (CacheRestoreIncomplete(NULL))
+	{
+		/* nothing is sold until an administrator ends the restore, which makes work due */
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		PoolVisitRound(0, 0, POOL_NOTHING_DUE, 0);
 		return;
 	}
 	/* after a start, the key filter learns this database's keys first */

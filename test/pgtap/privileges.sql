@@ -23,7 +23,7 @@ INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 VALUES (:'p' || 'late', 1, 'reserve', :'p' || 'E', 1, now() - interval '1 minute');
 
 BEGIN;
-SELECT plan(104);
+SELECT plan(108);
 
 CREATE ROLE inv_test_app IN ROLE inventory_app;
 CREATE ROLE inv_test_admin IN ROLE inventory_admin;
@@ -64,6 +64,7 @@ SELECT throws_ok($$SELECT * FROM inventory.call_stats$$, '42501', NULL, 'app: no
 SELECT throws_ok($$SELECT * FROM inventory.movement_stats()$$, '42501', NULL, 'app: no movement_stats()');
 SELECT throws_ok($$SELECT * FROM inventory.hot_skus$$, '42501', NULL, 'app: no hot_skus');
 SELECT throws_ok($$SELECT * FROM inventory.verify_status$$, '42501', NULL, 'app: no verify_status');
+SELECT throws_ok($$SELECT inventory.restore_abandon()$$, '42501', NULL, 'app: no restore_abandon');
 SELECT throws_ok($$SELECT * FROM inventory.ledger$$, '42501', NULL, 'app: cannot read the ledger');
 SELECT throws_ok($$SELECT * FROM inventory.sku$$, '42501', NULL, 'app: cannot read inventory.sku');
 SELECT throws_ok($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty) VALUES (pg_temp.n('x'), 1, 'restock', pg_temp.n('A'), 5)$$,
@@ -99,6 +100,8 @@ SELECT lives_ok($$SELECT * FROM inventory.cache_by_database$$, 'monitor: cache_b
 SELECT lives_ok($$SELECT * FROM inventory.hot_skus$$, 'monitor: hot_skus');
 SELECT lives_ok($$SELECT * FROM inventory.verify_status$$, 'monitor: verify_status');
 SELECT throws_ok($$SET inventory.hot_skus = 50$$, '42501', NULL, 'monitor: cannot raise inventory.hot_skus');
+SELECT lives_ok($$SELECT * FROM inventory.restore_state$$, 'monitor: reads restore_state');
+SELECT throws_ok($$SELECT inventory.restore_finish()$$, '42501', NULL, 'monitor: no restore_finish');
 
 SELECT throws_ok($$SELECT inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('m1'))$$, '42501', NULL, 'monitor: no reserve');
 SELECT throws_ok($$SELECT inventory.reserve_now(pg_temp.n('A'), 1, pg_temp.n('m2'))$$, '42501', NULL, 'monitor: no reserve_now');
@@ -155,6 +158,7 @@ SELECT lives_ok($$SELECT * FROM inventory.worker_status$$, 'admin: worker_status
 SELECT lives_ok($$SELECT * FROM inventory.express_status$$, 'admin: express_status');
 SELECT lives_ok($$SELECT * FROM inventory.express_status()$$, 'admin: express_status()');
 SELECT lives_ok($$SELECT inventory.express_fallbacks()$$, 'admin: express_fallbacks');
+SELECT lives_ok($$SELECT inventory.restore_finish()$$, 'admin: restore_finish (here with no restore to end)');
 SELECT lives_ok($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty) VALUES (pg_temp.n('a2'), 1, 'restock', pg_temp.n('A'), 5)$$,
 				'admin: direct INSERT into the ledger');
 SELECT throws_ok($$UPDATE inventory.ledger SET state = 'PENDING' WHERE order_id = pg_temp.n('o1')$$,

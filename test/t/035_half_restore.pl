@@ -1,0 +1,183 @@
+# A restore that stops half-way: pg_restore without -1 commits each table
+# on its own, so one that stops after inventory.sku (or after the ledger)
+# leaves one table restored.  The marker of an incomplete restore then
+# stands: sales in the database are refused with an error that says what
+# to do, the worker leaves the database alone, and the marker survives a
+# crash, a standby's promotion and a point-in-time recovery that stops
+# between the two COPYs.  It clears itself once both tables have been
+# restored since it was set, in either order; an administrator may finish
+# the restore (checked) or abandon it (what is there sells).  A whole
+# restore, also with -j 2, leaves no marker.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(inventory_node wait_until history_sql);
+
+my $node = inventory_node('restore', "inventory.expire_interval = '100ms'\n",
+	allows_streaming => 1, has_archiving => 1);
+$node->safe_psql('postgres', 'CREATE DATABASE shop');
+$node->safe_psql('shop', 'CREATE EXTENSION inventory');
+$node->safe_psql('shop', history_sql());
+# a reservation that falls due while a restored copy waits for its inventory.sku
+$node->safe_psql('shop', "SELECT inventory.reserve('TEE', 1, 'due-soon', ttl => '3 seconds')");
+my $want = $node->safe_psql('shop', 'SELECT * FROM inventory.stock ORDER BY sku');
+
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+$node->command_ok([ 'pg_dump', '-Fc', '-d', $node->connstr('shop'), '-f', "$tmp/shop.dump" ], 'pg_dump -Fc');
+my @toc = split /\n/, `pg_restore -l $tmp/shop.dump`;
+sub toc_file
+{
+	my ($name, $keep) = @_;
+	open my $fh, '>', "$tmp/$name" or die;
+	print $fh join("\n", grep { $keep->($_) } @toc), "\n";
+	close $fh;
+	return "$tmp/$name";
+}
+my $no_ledger = toc_file('no-ledger.list', sub { $_[0] !~ /TABLE DATA inventory ledger / });
+my $no_sku = toc_file('no-sku.list', sub { $_[0] !~ /TABLE DATA inventory sku / });
+my $ledger_only = toc_file('ledger.list', sub { $_[0] =~ /TABLE DATA inventory ledger / });
+my $sku_only = toc_file('sku.list', sub { $_[0] =~ /TABLE DATA inventory sku / });
+
+sub restore
+{
+	my ($db, @args) = @_;
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run([ 'pg_restore', @args, '-d', $node->connstr($db), "$tmp/shop.dump" ],
+		'>', \$out, '2>', \$err);
+	return ($ok, $err);
+}
+
+sub refused
+{
+	my ($db, $what) = @_;
+	my ($rc, $out, $err) = $node->psql($db, "SELECT inventory.reserve('TEE', 1, 'try-$what')");
+	return $rc != 0 && $err =~ /the restore of this database's inventory is incomplete/
+	  && $err =~ /HINT:  Restore the missing table/;
+}
+
+sub marker
+{
+	my ($db) = @_;
+	return $node->safe_psql($db, 'SELECT sku_restored, ledger_restored FROM inventory.restore_state');
+}
+
+# --- stops after inventory.sku: its list leaves the ledger out ------------
+$node->safe_psql('postgres', 'CREATE DATABASE half1');
+my ($ok, $err) = restore('half1', '-L', $no_ledger);
+ok($ok, 'pg_restore of everything but the ledger') or diag $err;
+is(marker('half1'), 't|f', 'the marker stands: inventory.sku restored, the ledger not');
+ok(refused('half1', 'a'), 'a sale is refused, saying why and what to do');
+my ($rc, $out);
+($rc, $out, $err) = $node->psql('half1', "SELECT inventory.available('TEE')");
+isnt($rc, 0, 'available() is refused too: what the base counters alone say is not the stock');
+
+# a crash does not lift it
+$node->stop('immediate');
+$node->start;
+ok(refused('half1', 'b'), 'after a crash the sale is still refused');
+
+# the rest of the dump ends it
+($ok, $err) = restore('half1', '-L', $ledger_only);
+ok($ok, 'pg_restore of the ledger') or diag $err;
+is(marker('half1'), '', 'the marker is gone once both tables are restored');
+is($node->safe_psql('half1', 'SELECT * FROM inventory.stock ORDER BY sku'), $want, 'the stock is the source\'s');
+is($node->safe_psql('half1', "SELECT (inventory.reserve('MUG', 1, 'after-1', ttl => '1 hour')).status"), 'ok',
+	'and it sells');
+is($node->safe_psql('half1', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty');
+
+# --- the ledger first: its overdue reservation waits for the restore ------
+$node->safe_psql('postgres', 'CREATE DATABASE half2');
+# restored once overdue, so that any visit of a worker finds it due
+ok($node->poll_query_until('shop', "SELECT expires_at < now() FROM inventory.ledger WHERE order_id = 'due-soon'"),
+	'the reservation in the dump is overdue');
+($ok, $err) = restore('half2', '-L', $no_sku);
+ok($ok, 'pg_restore of everything but inventory.sku') or diag $err;
+is(marker('half2'), 'f|t', 'the marker stands: the ledger restored');
+# the restored reservation makes work due: a worker comes once it is overdue
+ok( wait_until(30, sub {
+			$node->safe_psql('half2', q{
+SELECT coalesce(max(last_visit), '-infinity') > (SELECT expires_at FROM inventory.ledger WHERE order_id = 'due-soon')
+  FROM inventory.worker_status WHERE datname = 'half2'}) eq 't';
+	}),
+	'a worker visited the database since');
+is($node->safe_psql('half2', "SELECT state FROM inventory.ledger WHERE order_id = 'due-soon'"), 'PENDING',
+	'and left the overdue reservation alone');
+($ok, $err) = restore('half2', '-L', $sku_only);
+ok($ok, 'then pg_restore of inventory.sku') or diag $err;
+is(marker('half2'), '', 'in either order, the marker goes');
+ok( wait_until(30, sub {
+			$node->safe_psql('half2', "SELECT state FROM inventory.ledger WHERE order_id = 'due-soon'") eq 'EXPIRED';
+	}),
+	'and the worker expires what fell due meanwhile');
+
+# --- whole restores leave no marker ---------------------------------------
+for my $args ([], [ '-j', '2' ], [ '-1' ])
+{
+	my $db = 'whole' . scalar(@$args);
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	($ok, $err) = restore($db, @$args);
+	ok($ok, "pg_restore @$args") or diag $err;
+	is(marker($db), '', "pg_restore @$args: no marker");
+	is($node->safe_psql($db, "SELECT (inventory.reserve('MUG', 1, 'after-w', ttl => '1 hour')).status"), 'ok',
+		"pg_restore @$args: it sells");
+}
+
+# --- an administrator ends it ---------------------------------------------
+$node->safe_psql('postgres', 'CREATE DATABASE half3');
+restore('half3', '-L', $no_ledger);
+is(marker('half3'), 't|f', 'a third copy, half-restored');
+($rc, $out, $err) = $node->psql('half3', 'SELECT inventory.restore_abandon()');
+is($rc, 0, 'restore_abandon()');
+like($err, qr/WARNING:  the incomplete restore of this database's inventory was abandoned/,
+	'warns what abandoning means');
+is(marker('half3'), '', 'the marker is gone');
+is($node->safe_psql('half3', "SELECT (inventory.reserve('MUG', 1, 'after-3', ttl => '1 hour')).status"), 'ok',
+	'the SKUs sell from their base counters');
+
+$node->safe_psql('postgres', 'CREATE DATABASE half4');
+restore('half4', '-L', $no_ledger);
+($rc, $out, $err) = $node->psql('half4', 'SELECT inventory.restore_finish()');
+is($rc, 0, 'restore_finish() checks every SKU and ends it');
+is(marker('half4'), '', 'the marker is gone');
+($rc, $out, $err) = $node->psql('half4', 'SELECT inventory.restore_finish()');
+like($err, qr/NOTICE:  no restore of this database's inventory stands incomplete/, 'a second time, nothing to end');
+
+# --- a promoted standby, and a point-in-time recovery between the COPYs ---
+$node->safe_psql('postgres', 'CREATE DATABASE half5');
+$node->backup('base');
+my $sql = "$tmp/by-hand.sql";
+IPC::Run::run([ 'pg_restore', '-f', $sql, "$tmp/shop.dump" ]) or die 'pg_restore -f failed';
+my $script = slurp_file($sql);
+# a plain script restored by hand, with a restore point between its COPYs
+$script =~ s/^(COPY inventory\.ledger )/SELECT pg_create_restore_point('between');\n$1/m or die 'no ledger COPY';
+open my $fh, '>', "$tmp/with-point.sql" or die;
+print $fh $script;
+close $fh;
+$node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('half5'), '-f', "$tmp/with-point.sql" ],
+	'a plain restore with a restore point between inventory.sku and the ledger');
+is(marker('half5'), '', 'the whole script leaves no marker');
+my $segment = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_switch_wal())');
+ok($node->poll_query_until('postgres', "SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver"),
+	'the WAL with the restore point is archived');
+
+my $pitr = PostgreSQL::Test::Cluster->new('pitr');
+$pitr->init_from_backup($node, 'base', has_restoring => 1);
+$pitr->append_conf('postgresql.conf', qq{
+recovery_target_name = 'between'
+recovery_target_action = 'promote'
+});
+$pitr->start;
+ok($pitr->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'recovered to the restore point, and promoted');
+is($pitr->safe_psql('half5', 'SELECT sku_restored, ledger_restored FROM inventory.restore_state'), 't|f',
+	'the recovered database has its marker: inventory.sku restored, the ledger not');
+($rc, $out, $err) = $pitr->psql('half5', "SELECT inventory.reserve('TEE', 1, 'try-pitr')");
+like($err, qr/the restore of this database's inventory is incomplete/, 'and refuses to sell');
+$pitr->stop;
+
+$node->stop;
+done_testing();
