@@ -70,6 +70,9 @@ The data (format 1), one JSON object:
                 fold, "vacuum": after VACUUM), restart (1..), sku
                 (LOAD-FULL or LOAD-EMPTY), ms (the first available() after
                 the restart), available (what it returned)]
+  case14        (when case 14 ran) flips, samples, p50_ms, p99_ms, max_ms
+                (from a call's answer until the listener heard the state it
+                left), missed (not heard within 2 s), gap_ms (between calls)
   checks        [name, ok (true/false)], in the order they were made
   notes         [text] for the report, as they came (e.g. Redis skipped)
   errors        [text] what went wrong outside the checks
@@ -203,6 +206,8 @@ TARGETS = [
            measure="load_ratio_fold"),
     Target("case 9 load ratio about 1 (≤ 2), after VACUUM", "9", op="<=", goal=2,
            measure="load_ratio_vacuum"),
+    Target("case 14: LISTEN inventory_stock heard within 100 ms of the sale (99th percentile, ms)",
+           "14", op="<=", goal=100, measure="notify_p99"),
     Target("case 9 bytes per SKU (with its rules) ≤ 288", "9", op="<=", goal=288,
            measure="bytes_per_sku"),
 ]
@@ -252,7 +257,7 @@ def median(values):
 
 
 # ---------------------------------------------------------------- the data
-OBJECTS = ("run", "machine", "settings", "case8", "case9")
+OBJECTS = ("run", "machine", "settings", "case8", "case9", "case14")
 LISTS = {"measurement": "measurements", "round": "rounds", "check": "checks"}
 TEXTS = {"note": "notes", "error": "errors"}
 
@@ -305,6 +310,7 @@ class Run:
         self.r = {(r.get("case"), r.get("round")): r for r in doc.get("rounds", [])}
         self.case8 = doc.get("case8")
         self.case9 = doc.get("case9")
+        self.case14 = doc.get("case14")
         self.checks = doc.get("checks", [])
         self.notes = doc.get("notes", [])
         self.errors = doc.get("errors", [])
@@ -393,6 +399,8 @@ class Run:
             return ratio(self.load_median(phase, "LOAD-FULL"), self.load_median(phase, "LOAD-EMPTY"))
         if t.measure == "bytes_per_sku":
             return fmt((self.case9 or {}).get("bytes_per_sku"))
+        if t.measure == "notify_p99":
+            return fmt((self.case14 or {}).get("p99_ms"), 1)
         raise ValueError(t.measure)
 
     def failures(self):
@@ -411,6 +419,8 @@ class Run:
         out += [f"error: {e}" for e in self.errors]
         if self.want("8") and not is_num(self.expiry_rate()):
             out.append("case 8: the backlog was not cleared (no time)")
+        if self.want("14") and not is_num((self.case14 or {}).get("p99_ms")):
+            out.append("case 14: no latency of the notifications")
         if self.want("9"):
             c9 = self.case9 or {}
             figures = [self.load_median(p, s) for p in ("fold", "vacuum")
@@ -553,6 +563,21 @@ def report(run, pictures, stem):
         L += table(["worker CPU, s", "worker's share of the clearing", "rows per worker CPU-second",
                     "autovacuum workers", "their CPU, s"], "rrrrr", [row])
 
+    if run.want("14"):
+        c14 = run.case14 or {}
+        add("")
+        add("## 14: sold out as an event")
+        add("")
+        add(f"A SKU of one unit taken with reserve() and given back with cancel(), {fmt(c14.get('flips'))}"
+            f" times each, {fmt(c14.get('gap_ms'))} ms apart, by a session with"
+            " inventory.stock_notifications on; a listener (LISTEN inventory_stock) waits for each"
+            " crossing of zero. Latency: from the call's answer until the listener read the state it"
+            " left (bench/notify_latency.py).")
+        add("")
+        L += table(["notifications", "median, ms", "99th percentile, ms", "most, ms", "missed"], "rrrrr",
+                   [[fmt(c14.get("samples")), fmt(c14.get("p50_ms"), 1), fmt(c14.get("p99_ms"), 1),
+                     fmt(c14.get("max_ms"), 1), fmt(c14.get("missed"))]])
+
     if run.want("9"):
         c9 = run.case9 or {}
         add("")
@@ -672,7 +697,7 @@ def judged(run):
             continue
         v = run.measure(t)
         unit = "" if t.measure in ("expiry_rate", "bytes_per_sku") else \
-            " ms" if t.measure == "p50_extra" else "×"
+            " ms" if t.measure in ("p50_extra", "notify_p99") else "×"
         out.append({"text": run.text(t.text), "shown": v + (unit if v != "—" else ""),
                     "value": shown(v), "op": t.op, "goal": t.goal, "verdict": verdict(v, t.op, t.goal)})
     return out

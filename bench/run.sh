@@ -77,6 +77,9 @@
 #   10  inventory.reserve_many of BATCH (50) reservations of 1 unit, each
 #       under a key of its own, on another hot SKU: reported as reservations
 #       per second (calls per second x BATCH), against case 3d
+#   14  LISTEN inventory_stock: a SKU of one unit taken and given back,
+#       alone, 40 times each (5 with --smoke); how long from a call's answer until a listener
+#       hears the state it left (bench/notify_latency.py, psycopg)
 #   11  case 4 through a router (inventory_router over PL/Proxy) to four
 #       partition databases on the same server: the router's cost per call
 #   11b 11 on a hot SKU split over 2 buckets (inventory.split)
@@ -94,7 +97,7 @@ SMOKE=0
 DURATION=
 CLIENTS=
 ROUNDS=
-ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 5 6 7 8 9 10 13 13s 13u 11 11b 11c 12 12c"
+ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 5 6 7 8 9 10 13 13s 13u 14 11 11b 11c 12 12c"
 CASES=$ALL_CASES
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -111,11 +114,11 @@ done
 
 if [ "$SMOKE" -eq 1 ]; then
 	: "${DURATION:=1}" "${CLIENTS:=1 8}" "${ROUNDS:=1}"
-	WARMUP=0 NSKUS=1000 BACKLOG=2000 SETTLED=10000 FSYNC_SECS=1 LOAD_ROUNDS=1
+	WARMUP=0 NSKUS=1000 BACKLOG=2000 SETTLED=10000 FSYNC_SECS=1 LOAD_ROUNDS=1 NOTIFY_FLIPS=5
 	OUT=$INV_TOP/bench/results/smoke.md
 else
 	: "${DURATION:=15}" "${CLIENTS:=1 8 32 64}" "${ROUNDS:=3}"
-	WARMUP=3 NSKUS=100000 BACKLOG=100000 SETTLED=1000000 FSYNC_SECS=2 LOAD_ROUNDS=3
+	WARMUP=3 NSKUS=100000 BACKLOG=100000 SETTLED=1000000 FSYNC_SECS=2 LOAD_ROUNDS=3 NOTIFY_FLIPS=40
 	OUT=$INV_TOP/bench/results/latest.md
 fi
 DATA=${OUT%.md}.json
@@ -155,6 +158,8 @@ inv_setup python3
 # Redis is only a reference: if it cannot be installed, its case is skipped.
 REDIS_OK=1
 { want 3 || want 3d; } && { (inv_packages redis-server redis-tools) || REDIS_OK=0; }
+# case 14's listener
+want 14 && { (inv_packages python3-psycopg) || inv_die "python3-psycopg could not be installed (case 14)"; }
 # The pictures too: without matplotlib the report has none.
 (inv_packages python3-matplotlib) || inv_log "python3-matplotlib could not be installed: no pictures"
 
@@ -281,6 +286,8 @@ CREATE TABLE ledger3c (LIKE ledger3 INCLUDING DEFAULTS INCLUDING INDEXES)
 
 -- cases 4-7: SKUs of the extension
 SELECT inventory.restock('HOT-1', 1000000000000, 'stock-hot');
+-- case 14: one unit, taken and given back
+SELECT inventory.restock('NOTE-1', 1, 'stock-note');
 -- case 4n: the same stock as HOT-1, sold with notifications on
 SELECT inventory.restock('HOT-N', 1000000000000, 'stock-hot-n');
 -- case 4b: the same stock as HOT-1, with a limit per buyer
@@ -722,6 +729,20 @@ if want 13u; then
 	after=$(ledger_rows "sku LIKE 'U-%'")
 	check "case 13u: one ledger row per call ($PROCESSED calls, $((after - before)) rows)" \
 		"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
+fi
+
+# ---------------------------------------------------------------- case 14: LISTEN
+if want 14; then
+	inv_log "case 14: LISTEN inventory_stock, $NOTIFY_FLIPS flips"
+	if read -r n14 p50 p99 max14 missed < <(inv_as_pg python3 "$INV_TOP/bench/notify_latency.py" \
+		"host=$PGHOST port=$PGPORT dbname=bench" NOTE-1 "$NOTIFY_FLIPS" 150 2>"$DIR/case14.err"); then
+		record case14 flips:="$NOTIFY_FLIPS" samples:="$n14" p50_ms:="$p50" p99_ms:="$p99" \
+			max_ms:="$max14" missed:="$missed" gap_ms:=150
+		check "case 14: every one of $((2 * NOTIFY_FLIPS)) crossings of zero was heard (missed: $missed)" \
+			"$([ "$missed" = 0 ] && [ "$n14" = $((2 * NOTIFY_FLIPS)) ] && echo t)"
+	else
+		error "case 14: bench/notify_latency.py failed: $(head -c 300 "$DIR/case14.err")"
+	fi
 fi
 
 # ---------------------------------------------------------------- rounds
