@@ -2,16 +2,19 @@
 # that sells archives its WAL to a pgBackRest repository; a full backup is
 # taken, then sales go on in two groups of calls, and between the groups
 # three recovery targets are recorded: a named restore point, a time and an
-# LSN.  The backup is restored to each target into a fresh data directory
-# and promoted (--target-action=promote).  Each restored server must hold
-# exactly what the source held at the target and sell exactly that: replays
-# of calls made before the target answer duplicate, calls made after it are
-# new keys there and answer ok, the reservations that fell due meanwhile
-# expire as soon as it is promoted, the key filter is rebuilt, verify() is
-# empty.  A fourth restore keeps pgBackRest's default --target-action=pause:
-# the server stays in recovery, read-only, with no workers, and answers
-# available() from its tables, until pg_wal_replay_resume() ends recovery;
-# then it sells like the others.
+# LSN; a reservation is in flight across them.  The backup is restored to
+# each target and promoted (--target-action=promote): to the time and the
+# restore point into fresh data directories, to the LSN with --delta over
+# a restored server.  Each restored server must hold exactly what the
+# source held at the target and sell exactly that: replays of calls made
+# before the target answer duplicate, calls made after it (and the
+# reservation in flight) are new keys there and answer ok, the reservations
+# that fell due meanwhile expire as soon as it is promoted, the key filter
+# is rebuilt, verify() is empty, its log shows no error.  Two more restores
+# keep pgBackRest's default --target-action=pause: the server stays in
+# recovery, read-only, with no workers, and answers available() from its
+# tables, until pg_wal_replay_resume() or pg_promote() ends recovery; then
+# it sells like the others.
 #
 # The source's worker is off, so that nothing but the test's own calls
 # commits there and the state recorded at the targets is exact.  The
@@ -25,7 +28,7 @@ use IPC::Run;
 use JSON::PP;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(inventory_node stock_vs_ledger_sql);
+use InventoryTest qw(inventory_node stock_vs_ledger_sql psql_session wait_said);
 
 my $PGBACKREST = 'pgbackrest';
 
@@ -50,6 +53,7 @@ print $cfh qq{[global]
 repo1-path=$tmp/repo
 repo1-retention-full=2
 start-fast=y
+compress-type=lz4
 log-path=$bLog
 lock-path=$tmp/lock
 spool-path=$tmp/spool
@@ -122,6 +126,12 @@ is(reserve_now($src, 'MUG', 2, 'g1-now', '1 hour') . ' '
 	. reserve_now($src, 'TEE', 1, 'g1-now-short', '1 second'),
 	'ok ok', 'and its reserve_now calls');
 
+# a reservation in flight across the targets: made before them, committed
+# after them
+my $across = psql_session($src, $PostgreSQL::Test::Utils::timeout_default, 1, 'shop');
+$across->{in} .= "BEGIN;\nSELECT (inventory.reserve('TEE', 3, 'across', ttl => '1 hour')).status;\n";
+wait_said($across, qr/^ok$/m);
+
 # --- the targets ---------------------------------------------------------------
 
 # what the source holds at the targets: nothing commits between this
@@ -148,6 +158,9 @@ note "targets: time $target_time, name before-g2, lsn $target_lsn";
 
 ok($src->poll_query_until('shop', "SELECT clock_timestamp() > '$target_time'"),
 	'the clock has passed the target time');
+$across->{in} .= "COMMIT;\nSELECT 'committed';\n\\q\n";
+wait_said($across, qr/^committed$/m);
+$across->{run}->finish;
 is($src->safe_psql('shop', q{
 SELECT string_agg(s, ' ') FROM (VALUES
   ((inventory.confirm('g1-open')).status),
@@ -218,6 +231,15 @@ inventory.worker_enabled = on
 	return $node;
 }
 
+# log_errors(LOG): the lines of a server's log that tell of an error or a
+# crash, but for the refusals of a server in recovery
+sub log_errors
+{
+	my ($log) = @_;
+	return join "\n", grep { /ERROR|PANIC|terminated by signal|was terminated/ && !/read-only transaction/ }
+	  split /\n/, $log;
+}
+
 my $replays_before = q{
 SELECT string_agg(s, ' ') FROM (VALUES
   ((inventory.restock('TEE', 100, 'in-tee')).status),
@@ -267,17 +289,19 @@ SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'inventory launcher'}
 	# the calls after the target are not there: their keys are new
 	is($node->safe_psql('shop', q{
 SELECT string_agg(order_id || ' ' || state, ', ' ORDER BY order_id) FROM inventory.ledger
- WHERE order_id LIKE 'g2-%' OR order_id IN ('g1-open', 'g1-keep')}),
+ WHERE order_id LIKE 'g2-%' OR order_id IN ('g1-open', 'g1-keep', 'across')}),
 		'g1-keep PENDING, g1-open PENDING',
-		"$how: nothing of the second group: its reservations are PENDING again");
+		"$how: nothing of the second group, nor the reservation in flight at the target; "
+		  . "what the second group confirmed and cancelled is PENDING again");
 	is($node->safe_psql('shop', q{
 SELECT string_agg(s, ' ') FROM (VALUES
   ((inventory.confirm('g1-open')).status),
   ((inventory.cancel('g1-keep')).status),
   ((inventory.restock('CAP', 5, 'g2-in')).status),
   ((inventory.reserve('TEE', 7, 'g2-paid', ttl => '1 hour')).status),
-  ((inventory.confirm('g2-paid')).status)) v(s)}),
-		'ok ok ok ok ok', "$how: the calls made after the target answer ok again");
+  ((inventory.confirm('g2-paid')).status),
+  ((inventory.reserve('TEE', 3, 'across', ttl => '1 hour')).status)) v(s)}),
+		'ok ok ok ok ok ok', "$how: the calls made after the target answer ok again");
 	is(reserve_now($node, 'TEE', 2, 'g2-now', '1 hour'), 'ok',
 		"$how: and so does its reserve_now");
 	is($node->safe_psql('shop', $q{stock}), $after,
@@ -315,81 +339,109 @@ SELECT count(*) FROM inventory.stock WHERE available <> 0 OR reserved > on_hand
 
 # --- restores to each target, promoted -------------------------------------------
 
+# A time target stops before the first commit after it, a restore point at
+# its record.  An LSN target includes the record that starts at or after it;
+# the LSN read after the switch is the start of a segment, whose first
+# record may be the commit of the reservation in flight: --target-exclusive
+# stops before that record, so that the server holds exactly what was
+# committed before the LSN.
 my %target = (
 	time => [ "--type=time", "--target=$target_time",
 			  qr/recovery stopping before commit of transaction \d+, time /, ],
 	name => [ "--type=name", "--target=before-g2",
 			  qr/recovery stopping at restore point "before-g2"/ ],
-	lsn  => [ "--type=lsn", "--target=$target_lsn",
-			  qr/recovery stopping after WAL location \(LSN\) "[0-9A-F]+\/[0-9A-F]+"/ ],
+	lsn  => [ "--type=lsn", "--target=$target_lsn", '--target-exclusive',
+			  qr/recovery stopping before WAL location \(LSN\) "[0-9A-F]+\/[0-9A-F]+"/ ],
 );
-my $reused;
+my %restored;
 for my $type (qw(time name lsn))
 {
-	my ($type_opt, $target_opt, $stopped) = @{ $target{$type} };
+	my @opts    = @{ $target{$type} };
+	my $stopped = pop @opts;
 	my ($node, $offset, $how);
 	if ($type eq 'lsn')
 	{
 		# the last restore goes over the stopped server of the first, as a
 		# server is taken back to a target in place: --delta keeps the files
 		# that are the same and replaces the others
-		$node   = $reused;
+		$node   = $restored{time};
 		$offset = -s $node->logfile;
 		$how    = "restored to a $type with --delta over a restored server";
-		restore($node, '--delta', $type_opt, $target_opt, '--target-action=promote');
+		restore($node, '--delta', @opts, '--target-action=promote');
 	}
 	else
 	{
 		$offset = 0;
 		$how    = "restored to a $type";
-		$node   = restore("restored_$type", $type_opt, $target_opt, '--target-action=promote');
+		$node   = restore("restored_$type", @opts, '--target-action=promote');
 	}
 	check_restored($node, $how);
 	my $log = slurp_file($node->logfile, $offset);
 	like($log, $stopped, "$how: recovery stopped at the target");
+	is(log_errors($log), '', "$how: no error and no crash in the server's log");
 	if ($type eq 'lsn')
 	{
 		my ($at) = $log =~ /\(LSN\) "([^"]+)"/;
 		is($node->safe_psql('shop', "SELECT '$at'::pg_lsn >= '$target_lsn'::pg_lsn"), 't',
-			"$how: after the first record at or past the target ($at)");
+			"$how: before the first record at or past the target ($at)");
 	}
 	$node->stop;
-	$reused //= $node;
+	$restored{$type} = $node;
 }
 
 # --- the default target action: pause ---------------------------------------------
 
-my $paused = restore('restored_paused', '--type=name', '--target=before-g2');
-ok($paused->poll_query_until('shop', q{SELECT pg_get_wal_replay_pause_state() = 'paused'}),
-	'pause: recovery pauses at the target');
-is($paused->safe_psql('shop', 'SELECT pg_is_in_recovery()'), 't', 'pause: the server is in recovery');
-is($paused->safe_psql('shop', $q{ledger}), $at{ledger},
-	'pause: the ledger is the source\'s at the target, the short reservations still PENDING');
-is($paused->safe_psql('shop', $q{stock}), $at{stock},
-	'pause: inventory.stock is the source\'s at the target');
-is($paused->safe_psql('shop', q{
-SELECT string_agg(sku || ':' || inventory.available(sku), ' ' ORDER BY sku) FROM inventory.stock}),
-	join(' ', map { join ':', (split /\|/)[ 0, 3 ] } split /\n/, $at{stock}),
-	'pause: available() answers from the tables, the units past due still held');
-is($paused->safe_psql('shop', 'SELECT entries FROM inventory.cache_info()'), '0',
-	'pause: nothing is cached');
-is($paused->safe_psql('shop', q{
-SELECT (SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'inventory%')
-    || ' ' || (SELECT count(*) FROM inventory.worker_status)}), '0 0',
-	'pause: no launcher, no worker');
-for my $call ("inventory.reserve('TEE', 1, 'in-pause')", "inventory.reserve_now('TEE', 1, 'in-pause')",
-	"inventory.confirm('g1-short')", "inventory.restock('TEE', 1, 'in-pause')")
+# Two restores keep pgBackRest's default --target-action=pause: to the
+# restore point in a fresh directory, ended with pg_wal_replay_resume() (what
+# the server's log hints), and to the time with --delta over the stopped
+# server of the restore point, ended with pg_promote().
+my @pauses = (
+	[ 'restored_paused', [ '--type=name', '--target=before-g2' ], 'pg_wal_replay_resume()',
+	  qr/recovery stopping at restore point "before-g2"/ ],
+	[ $restored{name}, [ '--delta', '--type=time', "--target=$target_time" ], 'pg_promote()',
+	  qr/recovery stopping before commit of transaction \d+, time / ],
+);
+for my $p (@pauses)
 {
-	my ($rc, $out, $err) = $paused->psql('shop', "\\set VERBOSITY verbose\nSELECT $call");
-	like($err, qr/ERROR:  25006: .*(recovery|read-only)/, "pause: $call fails with 25006")
-	  or diag "rc $rc, out: $out";
-}
+	my ($node, $opts, $end, $stopped) = @$p;
+	my $offset = ref $node ? -s $node->logfile : 0;
+	$node = restore($node, @$opts);
+	my $how = "paused (@$opts)";
 
-$paused->safe_psql('shop', 'SELECT pg_wal_replay_resume()');
-check_restored($paused, 'paused, then resumed');
-like(slurp_file($paused->logfile), qr/recovery stopping at restore point "before-g2"/,
-	'paused, then resumed: recovery had stopped at the target');
-$paused->stop;
+	ok($node->poll_query_until('shop', q{SELECT pg_get_wal_replay_pause_state() = 'paused'}),
+		"$how: recovery pauses at the target");
+	is($node->safe_psql('shop', 'SELECT pg_is_in_recovery()'), 't', "$how: the server is in recovery");
+	is($node->safe_psql('shop', $q{ledger}), $at{ledger},
+		"$how: the ledger is the source's at the target, the short reservations still PENDING");
+	is($node->safe_psql('shop', $q{stock}), $at{stock},
+		"$how: inventory.stock is the source's at the target");
+	is($node->safe_psql('shop', q{
+SELECT string_agg(sku || ':' || inventory.available(sku), ' ' ORDER BY sku) FROM inventory.stock}),
+		join(' ', map { join ':', (split /\|/)[ 0, 3 ] } split /\n/, $at{stock}),
+		"$how: available() answers from the tables, the units past due still held");
+	is($node->safe_psql('shop', 'SELECT entries FROM inventory.cache_info()'), '0',
+		"$how: nothing is cached");
+	is($node->safe_psql('shop', q{
+SELECT (SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'inventory%')
+    || ' ' || (SELECT count(*) FROM inventory.worker_status)
+    || ' ' || (SELECT ready FROM inventory.key_filter)}), '0 0 false',
+		"$how: no launcher, no worker, no key filter yet");
+	for my $call ("inventory.reserve('TEE', 1, 'in-pause')", "inventory.reserve_now('TEE', 1, 'in-pause')",
+		"inventory.confirm('g1-short')", "inventory.restock('TEE', 1, 'in-pause')")
+	{
+		my ($rc, $out, $err) = $node->psql('shop', "\\set VERBOSITY verbose\nSELECT $call");
+		like($err, qr/ERROR:  25006: cannot execute .* in a read-only transaction/,
+			"$how: $call fails with 25006") or diag "rc $rc, out: $out";
+	}
+
+	$node->safe_psql('shop', "SELECT $end");
+	$how .= ", then $end";
+	check_restored($node, $how);
+	my $log = slurp_file($node->logfile, $offset);
+	like($log, $stopped, "$how: recovery had stopped at the target");
+	is(log_errors($log), '', "$how: no error but the refusals, no crash in the server's log");
+	$node->stop;
+}
 
 $src->stop;
 done_testing();
