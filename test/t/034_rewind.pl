@@ -332,19 +332,18 @@ SELECT string_agg(order_id || ' ' || coalesce(state::text, ''), ', ' ORDER BY or
 	$old->stop($stop);
 
 	# 4. the new primary sells, the same SKUs: with the old primary's
-	# reservations after the cut, S3 would be oversold (6 + 6 > 9)
+	# reservations after the cut, S3 would be oversold (6 + 6 > 9); the
+	# short reservations fall due while the old primary rejoins
 	is(sell($new,
 		{ op => 'reserve', key => "$tag-new-big", sku => "$tag-S3", qty => 6 },
-		{ op => 'reserve', key => "$tag-short-1", sku => "$tag-S2", qty => 2, ttl => '2 seconds' },
-		{ op => 'reserve', key => "$tag-short-2", sku => "$tag-S3", qty => 1, ttl => '2 seconds' },
-		{ op => 'reserve_now', key => "$tag-short-3", sku => "$tag-S1", qty => 1, ttl => '2 seconds' },
+		{ op => 'reserve', key => "$tag-short-1", sku => "$tag-S2", qty => 2, ttl => '3 seconds' },
+		{ op => 'reserve', key => "$tag-short-2", sku => "$tag-S3", qty => 1, ttl => '3 seconds' },
+		{ op => 'reserve_now', key => "$tag-short-3", sku => "$tag-S1", qty => 1, ttl => '3 seconds' },
 		{ op => 'reserve_now', key => "$tag-new-now", sku => "$tag-S1", qty => 1 },
 		{ op => 'restock', key => "$tag-new-in", sku => "$tag-S1", qty => 5 },
 		{ op => 'reserve', key => "$tag-new-paid", sku => "$tag-S1", qty => 3 },
 		{ op => 'confirm', key => "$tag-new-paid" }),
 		'', "$tag: $newn sells");
-	is(expired_on_time($new, "$tag-short-%"), '',
-		"$tag: the worker of $newn expires its short reservations on time");
 
 	# 5. rewind the old primary and make it a standby of the new one
 	my ($ok, $out, $err) = pg_rewind($old, $new);
@@ -360,6 +359,9 @@ SELECT string_agg(order_id || ' ' || coalesce(state::text, ''), ', ' ORDER BY or
 	}
 	like($err, qr/servers diverged at WAL location/, "$tag: $oldn had diverged");
 	standby_of($old, $new);
+	is(expired_on_time($new, "$tag-short-%"), '',
+		"$tag: the worker of $newn expires its short reservations on time");
+	$new->wait_for_catchup($old, 'replay');
 
 	# nothing the new primary acknowledged is lost; nothing only the old
 	# one had after the cut is left
@@ -371,8 +373,9 @@ SELECT string_agg(order_id || ' ' || coalesce(state::text, ''), ', ' ORDER BY or
 	is(sql($old, $TABLES), sql($new, $TABLES), "$tag: $oldn, rewound, has exactly $newn\'s tables");
 	is(sql($old, q{
 SELECT pg_is_in_recovery(), (SELECT entries FROM inventory.cache_info()),
+       (SELECT keys_added || ' ' || ready FROM inventory.key_filter_info()),
        (SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'inventory%')}),
-		't|0|0', "$tag: $oldn is a standby: nothing cached, no launcher, no worker");
+		't|0|0 false|0', "$tag: $oldn is a standby: nothing cached, no key in the filter, no launcher, no worker");
 
 	# the old primary's calls after the cut: their keys are new keys now
 	is(join(' ', map { run($new, $_) } @cut),
