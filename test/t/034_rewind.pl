@@ -32,7 +32,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use File::Copy;
+use File::Copy qw(copy move);
 use IPC::Run;
 use FindBin;
 use lib "$FindBin::Bin/lib";
@@ -58,27 +58,56 @@ sub sql
 # stopped) against the running SOURCE, as the manual does it; answers
 # (exit code ok, stdout, stderr).  A CHECKPOINT on SOURCE first: pg_rewind
 # reads the source's timeline from its control file, which a freshly
-# promoted server updates only at its next checkpoint (without it,
-# pg_rewind takes a clean switchover for a divergence on the older
-# timeline and copies far more).  PostgreSQL::Test::Cluster keeps
-# postgresql.conf in the data directory, which pg_rewind overwrites with
-# the source's; it is kept aside and put back, as a Debian server's
-# /etc/postgresql/15/main is never touched.
+# promoted server updates only at its first checkpoint after the promotion
+# (PostgreSQL's manual page of pg_rewind asks for it).  pg_rewind copies
+# the source's files over the target's, postgresql.conf too where it is in
+# the data directory, as PostgreSQL::Test::Cluster keeps it: the target's
+# own is put back afterwards (a Debian server keeps it in
+# /etc/postgresql/15/main, which pg_rewind never touches).
 sub pg_rewind
 {
 	my ($target, $source) = @_;
 	my $conf = $target->data_dir . '/postgresql.conf';
 	my $keep = PostgreSQL::Test::Utils::tempdir . '/postgresql.conf';
-	copy($conf, $keep) or die "copy $conf: $!";
+	my $had_conf = -e $conf;
+	copy($conf, $keep) or die "copy $conf: $!" if $had_conf;
 	sql($source, 'CHECKPOINT');
 	my ($stdout, $stderr) = ('', '');
 	my $ok = IPC::Run::run(
 		[ 'pg_rewind', '--target-pgdata', $target->data_dir,
 		  '--source-server', $source->connstr('postgres'), '--progress' ],
 		'<', '/dev/null', '>', \$stdout, '2>', \$stderr);
-	copy($keep, $conf) or die "copy $keep: $!";
+	if ($had_conf)
+	{
+		copy($keep, $conf) or die "copy $keep: $!";
+	}
+	elsif (-e $conf)
+	{
+		unlink $conf or die "unlink $conf: $!";
+	}
 	note "pg_rewind:\n$stdout$stderr";
 	return ($ok, $stdout, $stderr);
+}
+
+# state(NODE): the state of NODE's data directory, as pg_controldata says
+sub state
+{
+	my ($node) = @_;
+	my ($out) = run_command([ 'pg_controldata', '-D', $node->data_dir ]);
+	return $out =~ /^Database cluster state:\s+(.*)$/m ? $1 : "?\n$out";
+}
+
+# kill9(NODE): kills NODE's postmaster with SIGKILL, as a crash would, and
+# waits until every process of the server has gone: those see the
+# postmaster die and exit on their own
+sub kill9
+{
+	my ($node) = @_;
+	my @pids = split /\n/, sql($node, 'SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()');
+	$node->kill9;
+	ok(wait_until(30, sub { !grep { kill 0, $_ } @pids }),
+		'every process of ' . $node->name . ' (' . scalar(@pids) . ') exits when its postmaster is killed')
+	  or diag 'left: ' . join(' ', grep { kill 0, $_ } @pids);
 }
 
 # standby_of(NODE, PRIMARY): makes NODE (stopped) a standby of PRIMARY:
@@ -286,11 +315,17 @@ SELECT order_id, expires_at, settled_at FROM inventory.ledger
 
 # --- a round: failover, the old primary fails, is rewound and rejoins ---------------
 
-# round(TAG, OLD, NEW, STOP): OLD is the primary, NEW its standby; STOP is
-# how OLD fails ('immediate': a crash; 'fast': a clean stop)
+# round(TAG, OLD, NEW, HOW): OLD is the primary, NEW its standby; HOW OLD
+# fails:
+#   'debian': a crash (an immediate stop), with postgresql.conf outside the
+#             data directory as on Debian: the operator finishes the crash
+#             recovery in single-user mode before pg_rewind;
+#   'clean':  a clean stop;
+#   'kill9':  the postmaster is killed; pg_rewind finishes the crash
+#             recovery itself in single-user mode.
 sub round
 {
-	my ($tag, $old, $new, $stop) = @_;
+	my ($tag, $old, $new, $how) = @_;
 	my ($oldn, $newn) = ($old->name, $new->name);
 
 	# 1. sales on the primary, all of it replicated
@@ -329,7 +364,21 @@ SELECT string_agg(order_id || ' ' || coalesce(state::text, ''), ', ' ORDER BY or
 		"$tag: they are committed on $oldn");
 
 	# 3. the old primary fails
-	$old->stop($stop);
+	if ($how eq 'clean')
+	{
+		$old->stop('fast');
+		is(state($old), 'shut down', "$tag: $oldn is stopped cleanly");
+	}
+	elsif ($how eq 'kill9')
+	{
+		kill9($old);
+		is(state($old), 'in production', "$tag: $oldn has crashed");
+	}
+	else
+	{
+		$old->stop('immediate');
+		is(state($old), 'in production', "$tag: $oldn has crashed");
+	}
 
 	# 4. the new primary sells, the same SKUs: with the old primary's
 	# reservations after the cut, S3 would be oversold (6 + 6 > 9); the
@@ -346,16 +395,44 @@ SELECT string_agg(order_id || ' ' || coalesce(state::text, ''), ', ' ORDER BY or
 		'', "$tag: $newn sells");
 
 	# 5. rewind the old primary and make it a standby of the new one
-	my ($ok, $out, $err) = pg_rewind($old, $new);
-	ok($ok, "$tag: pg_rewind rewinds $oldn");
-	if ($stop eq 'immediate')
+	my ($ok, $out, $err);
+	if ($how eq 'debian')
 	{
-		like($err, qr/for target server to complete crash recovery/,
-			"$tag: after the crash, pg_rewind first brought $oldn to a clean shutdown in single-user mode");
+		# postgresql.conf where Debian keeps it, outside the data directory
+		my $etc = PostgreSQL::Test::Utils::tempdir;
+		my $data = $old->data_dir;
+		move("$data/postgresql.conf", "$etc/postgresql.conf") or die "move: $!";
+		($ok, $out, $err) = pg_rewind($old, $new);
+		ok(!$ok, "$tag: pg_rewind cannot finish the crash recovery of $oldn by itself");
+		like($err, qr/could not access the server configuration file.*\n(.*\n)*.*single-user mode in target cluster failed/,
+			"$tag: its single-user run finds no postgresql.conf in the data directory");
+		is(state($old), 'in production', "$tag: $oldn is left as it was");
+		# the manual's step: single-user mode with the configuration file
+		my ($so, $se) = ('', '');
+		ok(IPC::Run::run(
+			[ 'postgres', '--single', '-D', $data, '-c', "config_file=$etc/postgresql.conf", 'template1' ],
+			'<', '/dev/null', '>', \$so, '2>', \$se),
+			"$tag: postgres --single finishes the crash recovery of $oldn")
+		  or diag "$so$se";
+		is(state($old), 'shut down', "$tag: $oldn is now shut down cleanly");
+		($ok, $out, $err) = pg_rewind($old, $new);
+		move("$etc/postgresql.conf", "$data/postgresql.conf") or die "move: $!";
+		ok($ok, "$tag: pg_rewind rewinds $oldn");
+		unlike($err, qr/crash recovery/, "$tag: with no recovery left to finish");
 	}
 	else
 	{
-		unlike($err, qr/crash recovery/, "$tag: after a clean stop there was no recovery to finish");
+		($ok, $out, $err) = pg_rewind($old, $new);
+		ok($ok, "$tag: pg_rewind rewinds $oldn");
+		if ($how eq 'kill9')
+		{
+			like($err, qr/for target server to complete crash recovery/,
+				"$tag: after the crash, pg_rewind first brought $oldn to a clean shutdown in single-user mode");
+		}
+		else
+		{
+			unlike($err, qr/crash recovery/, "$tag: after a clean stop there was no recovery to finish");
+		}
 	}
 	like($err, qr/servers diverged at WAL location/, "$tag: $oldn had diverged");
 	standby_of($old, $new);
@@ -394,9 +471,9 @@ SELECT pg_is_in_recovery(), (SELECT entries FROM inventory.cache_info()),
 	is(not_oversold($new), '', "$tag: nothing is oversold after the retries");
 }
 
-# --- round 1: node_a crashes, node_b takes over, node_a rejoins ------------------------
+# --- round 1: node_a crashes, node_b takes over, node_a rejoins (Debian's layout) ------
 
-round('r1', $node_a, $node_b, 'immediate');
+round('r1', $node_a, $node_b, 'debian');
 
 # --- a planned switchover: node_a primary again ----------------------------------------
 
@@ -473,9 +550,13 @@ is(sql($node_b, $TABLES), sql($node_a, $TABLES), 'node_b follows node_a');
 
 # --- round 2: node_a stops cleanly, node_b takes over, node_a rejoins -------------------
 
-round('r2', $node_a, $node_b, 'fast');
-is(replays($node_b), '', 'replays of every acknowledged call of both rounds answer duplicate on node_b');
-is(sql($node_b, 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() on node_b is empty at the end');
+round('r2', $node_a, $node_b, 'clean');
+
+# --- round 3: node_b's postmaster is killed, node_a takes over, node_b rejoins ----------
+
+round('r3', $node_b, $node_a, 'kill9');
+is(replays($node_a), '', 'replays of every acknowledged call of every round answer duplicate on node_a');
+is(sql($node_a, 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() on node_a is empty at the end');
 
 $node_a->stop;
 $node_b->stop;
