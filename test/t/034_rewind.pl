@@ -66,7 +66,7 @@ sub sql
 # /etc/postgresql/15/main, which pg_rewind never touches).
 sub pg_rewind
 {
-	my ($target, $source) = @_;
+	my ($target, $source, $user) = @_;
 	my $conf = $target->data_dir . '/postgresql.conf';
 	my $keep = PostgreSQL::Test::Utils::tempdir . '/postgresql.conf';
 	my $had_conf = -e $conf;
@@ -75,7 +75,8 @@ sub pg_rewind
 	my ($stdout, $stderr) = ('', '');
 	my $ok = IPC::Run::run(
 		[ 'pg_rewind', '--target-pgdata', $target->data_dir,
-		  '--source-server', $source->connstr('postgres'), '--progress' ],
+		  '--source-server', $source->connstr('postgres') . ' user=' . ($user // 'rewinder'),
+		  '--progress' ],
 		'<', '/dev/null', '>', \$stdout, '2>', \$stderr);
 	if ($had_conf)
 	{
@@ -149,7 +150,7 @@ sub promote
 	promote($d);
 	sql($c, "SELECT inventory.restock('X-1', 5, 'after-the-cut')");
 	$c->stop;
-	my ($ok, $out, $err) = pg_rewind($c, $d);
+	my ($ok, $out, $err) = pg_rewind($c, $d, 'postgres');
 	ok(!$ok, 'pg_rewind refuses to rewind it');
 	like($err, qr/target server needs to use either data checksums or "wal_log_hints = on"/,
 		'with its own error: wal_log_hints must be on before the failover');
@@ -163,6 +164,15 @@ sub promote
 my $node_a = inventory_node('node_a', $FAILOVER_CONF, allows_streaming => 1);
 is(sql($node_a, 'SHOW data_checksums'), 'off', 'node_a has no data checksums: wal_log_hints it is');
 sql($node_a, 'CREATE EXTENSION inventory');
+# pg_rewind connects as a role that may read the source's files, not as a
+# superuser, as the manual shows
+sql($node_a, q{
+CREATE ROLE rewinder LOGIN;
+GRANT EXECUTE ON FUNCTION pg_catalog.pg_ls_dir(text, boolean, boolean) TO rewinder;
+GRANT EXECUTE ON FUNCTION pg_catalog.pg_stat_file(text, boolean) TO rewinder;
+GRANT EXECUTE ON FUNCTION pg_catalog.pg_read_binary_file(text) TO rewinder;
+GRANT EXECUTE ON FUNCTION pg_catalog.pg_read_binary_file(text, bigint, bigint, boolean) TO rewinder;
+});
 $node_a->backup('a');
 my $node_b = PostgreSQL::Test::Cluster->new('node_b');
 $node_b->init_from_backup($node_a, 'a', has_streaming => 1);
