@@ -8,25 +8,32 @@
 #   2. the standby is promoted while the old primary still runs: the old
 #      primary goes on selling alone, and what it acknowledges after this
 #      cut is kept in a list;
-#   3. the old primary fails: crashed (an immediate stop) in the first
-#      round, stopped cleanly in the second;
+#   3. the old primary fails: in round 1 it crashes (an immediate stop)
+#      with its postgresql.conf outside the data directory, as on Debian;
+#      in round 2 it is stopped cleanly; in round 3 its postmaster is
+#      killed;
 #   4. the new primary sells, with reservations whose short ttl makes its
-#      worker expire them;
-#   5. the old primary is rewound with pg_rewind against the new primary
-#      (after the crash, pg_rewind brings it to a clean shutdown first, in
-#      single-user mode), started as its standby, and catches up.
+#      worker expire them while the old primary rejoins;
+#   5. after a crash, the old primary's crash recovery is finished in
+#      single-user mode: by hand in round 1 (pg_rewind cannot find the
+#      configuration), by pg_rewind itself in round 3; then pg_rewind
+#      rewinds it against the new primary, and it is started as its
+#      standby (standby.signal, primary_conninfo) and catches up.
 #
 # Then: nothing the new primary acknowledged is lost; what the old primary
 # alone acknowledged after the cut is gone from both servers, and its keys
 # answer as new keys on the new primary; nothing is oversold; verify() is
-# empty; the rewound standby caches nothing and runs no worker.  After the
-# first round, a planned switchover makes node_a primary again: its worker
-# expires the reservations on time, replays of earlier acknowledged calls
-# answer duplicate, and it sells exactly what it has.
+# empty; the rewound standby caches nothing and runs no worker.  After
+# round 1, a planned switchover makes node_a primary again: pg_rewind finds
+# nothing to rewind on node_b, node_a's worker expires the reservations on
+# time, replays of earlier acknowledged calls answer duplicate, and it
+# sells exactly what it has.
 #
 # The servers run with PostgreSQL's defaults plus what the manual asks for
 # before any failover: wal_log_hints = on (pg_rewind refuses without it or
-# data checksums; proven first) and wal_keep_size.
+# data checksums; proven first), wal_keep_size, and a role for pg_rewind.
+# (PostgreSQL::Test::Cluster's own settings for a test server stay: fsync
+# off, a small shared_buffers, log_statement = all, ...)
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -45,7 +52,7 @@ my $ON_TIME = '5 seconds';
 # what docs/failover.md asks to set before any failover
 my $FAILOVER_CONF = qq{
 wal_log_hints = on
-wal_keep_size = '512MB'
+wal_keep_size = '1GB'
 };
 
 sub sql
@@ -56,7 +63,8 @@ sub sql
 
 # pg_rewind(TARGET, SOURCE): rewinds TARGET's data directory (the server
 # stopped) against the running SOURCE, as the manual does it; answers
-# (exit code ok, stdout, stderr).  A CHECKPOINT on SOURCE first: pg_rewind
+# (exit code ok, stdout, stderr).  It connects as USER (default: the role
+# rewinder; '': the superuser that runs the test).  A CHECKPOINT on SOURCE first: pg_rewind
 # reads the source's timeline from its control file, which a freshly
 # promoted server updates only at its first checkpoint after the promotion
 # (PostgreSQL's manual page of pg_rewind asks for it).  pg_rewind copies
@@ -67,6 +75,7 @@ sub sql
 sub pg_rewind
 {
 	my ($target, $source, $user) = @_;
+	$user //= 'rewinder';
 	my $conf = $target->data_dir . '/postgresql.conf';
 	my $keep = PostgreSQL::Test::Utils::tempdir . '/postgresql.conf';
 	my $had_conf = -e $conf;
@@ -75,7 +84,7 @@ sub pg_rewind
 	my ($stdout, $stderr) = ('', '');
 	my $ok = IPC::Run::run(
 		[ 'pg_rewind', '--target-pgdata', $target->data_dir,
-		  '--source-server', $source->connstr('postgres') . ' user=' . ($user // 'rewinder'),
+		  '--source-server', $source->connstr('postgres') . ($user eq '' ? '' : " user=$user"),
 		  '--progress' ],
 		'<', '/dev/null', '>', \$stdout, '2>', \$stderr);
 	if ($had_conf)
@@ -150,7 +159,7 @@ sub promote
 	promote($d);
 	sql($c, "SELECT inventory.restock('X-1', 5, 'after-the-cut')");
 	$c->stop;
-	my ($ok, $out, $err) = pg_rewind($c, $d, 'postgres');
+	my ($ok, $out, $err) = pg_rewind($c, $d, '');    # as the superuser
 	ok(!$ok, 'pg_rewind refuses to rewind it');
 	like($err, qr/target server needs to use either data checksums or "wal_log_hints = on"/,
 		'with its own error: wal_log_hints must be on before the failover');
@@ -285,17 +294,21 @@ sub not_oversold
 	  . sql($node, stock_vs_ledger_sql());
 }
 
-# replays(NODE): replays every acknowledged call on the primary NODE; every
-# one must answer duplicate
+# replays(NODE): replays every acknowledged call on the primary NODE, each
+# in a statement of its own (one psql session); every one must answer
+# duplicate
 sub replays
 {
 	my ($node) = @_;
+	my @s = split /\n/, sql($node, join('', map { call_sql($_) . ";\n" } @acked));
 	my @bad;
-	for my $c (@acked)
+	for my $i (0 .. $#acked)
 	{
-		my $s = run($node, $c);
-		push @bad, "$c->{op} $c->{key}: $s" unless $s eq 'duplicate';
+		my $c = $acked[$i];
+		my $got = $s[$i] // 'nothing';
+		push @bad, "$c->{op} $c->{key}: $got" unless $got eq 'duplicate';
 	}
+	push @bad, 'more answers than calls' if @s > @acked;
 	return join('; ', @bad);
 }
 
@@ -533,7 +546,7 @@ ok($node_a->poll_query_until('postgres', 'SELECT ready FROM inventory.key_filter
 	'the key filter of node_a is rebuilt from the ledger');
 cmp_ok(sql($node_a, 'SELECT keys_added FROM inventory.key_filter_info()'), '>=',
 	sql($node_a, 'SELECT count(*) FROM inventory.ledger'), 'with every key of the ledger');
-is(replays($node_a), '', 'replays of every acknowledged call answer duplicate on node_a');
+is(replays($node_a), '', 'replays of every acknowledged call (' . scalar(@acked) . ') answer duplicate on node_a');
 is(sql($node_a, q{
 SELECT string_agg(s, ' ') FROM (VALUES
   ((inventory.confirm('r1-short-1')).status),
@@ -565,7 +578,7 @@ round('r2', $node_a, $node_b, 'clean');
 # --- round 3: node_b's postmaster is killed, node_a takes over, node_b rejoins ----------
 
 round('r3', $node_b, $node_a, 'kill9');
-is(replays($node_a), '', 'replays of every acknowledged call of every round answer duplicate on node_a');
+is(replays($node_a), '', 'replays of every acknowledged call of every round (' . scalar(@acked) . ') answer duplicate on node_a');
 is(sql($node_a, 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() on node_a is empty at the end');
 
 $node_a->stop;
