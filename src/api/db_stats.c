@@ -19,6 +19,17 @@
 #include "shmem/cache_stats.h"
 #include "shmem/metrics.h"
 
+/* The name of a database with counters; NULL, and its counters let go, once it is dropped. */
+static char *
+CountingDatabase(Oid dboid)
+{
+	char	   *name = get_database_name(dboid);
+
+	if (name == NULL)
+		MetricsForget(dboid);
+	return name;
+}
+
 /* inventory.call_stats: (datname, call, status, calls) */
 PG_FUNCTION_INFO_V1(inventory_call_stats);
 Datum
@@ -32,13 +43,10 @@ inventory_call_stats(PG_FUNCTION_ARGS)
 	dbs = MetricsRead(&n);
 	for (int i = 0; i < n; i++)
 	{
-		char	   *name = get_database_name(dbs[i].dboid);
+		char	   *name = CountingDatabase(dbs[i].dboid);
 
 		if (name == NULL)
-		{
-			MetricsForget(dbs[i].dboid);
 			continue;
-		}
 		for (int call = 0; call < INV_NUM_CALLS; call++)
 			for (int st = 0; st < INV_NUM_STATUSES; st++)
 			{
@@ -72,13 +80,10 @@ inventory_movement_stats(PG_FUNCTION_ARGS)
 	dbs = MetricsRead(&n);
 	for (int i = 0; i < n; i++)
 	{
-		char	   *name = get_database_name(dbs[i].dboid);
+		char	   *name = CountingDatabase(dbs[i].dboid);
 
 		if (name == NULL)
-		{
-			MetricsForget(dbs[i].dboid);
 			continue;
-		}
 		for (int m = 0; m < INV_NUM_MOVEMENTS; m++)
 		{
 			Datum		v[3];

@@ -158,19 +158,16 @@ RestoreBegin(CopyStmt *stmt)
 }
 
 /*
- * The COPY has loaded every row, rows of them (negative when not known):
- * check what the tables now hold.
+ * Every SKU that stmt reads must be within bounds (0 <= reserved <= on_hand)
+ * with the rows restored; raises an error naming the first that is not,
+ * with hint.
  */
-void
-RestoreFinish(int64 rows)
+static void
+CheckBounds(InvStmt *stmt, const char *hint)
 {
-	Oid			relid = restoring_rel;
-	bool		ledger = (relid == InvGetCatalog()->ledger_rel);
-	int			spi;
+	int			spi = InvSpiConnect();
 
-	restoring_rel = InvalidOid;
-	spi = InvSpiConnect();
-	if (InvStmtRun(ledger ? &out_of_bounds : &out_of_bounds_moved, NULL, NULL, true, 1) > 0)
+	if (InvStmtRun(stmt, NULL, NULL, true, 1) > 0)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[0];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
@@ -181,9 +178,24 @@ RestoreFinish(int64 rows)
 				 errdetail("With them the SKU would have on_hand %s and reserved %s, which leaves %s available.",
 						   SPI_getvalue(tup, desc, 2), SPI_getvalue(tup, desc, 3),
 						   SPI_getvalue(tup, desc, 4)),
-				 errhint("Restore inventory.sku and inventory.ledger together, from one dump of one database.")));
+				 errhint("%s", hint)));
 	}
 	InvSpiFinish(spi);
+}
+
+/*
+ * The COPY has loaded every row, rows of them (negative when not known):
+ * check what the tables now hold.
+ */
+void
+RestoreFinish(int64 rows)
+{
+	Oid			relid = restoring_rel;
+	bool		ledger = (relid == InvGetCatalog()->ledger_rel);
+
+	restoring_rel = InvalidOid;
+	CheckBounds(ledger ? &out_of_bounds : &out_of_bounds_moved,
+				"Restore inventory.sku and inventory.ledger together, from one dump of one database.");
 	RestoreStateTableDone(ledger);
 	/* what fell due while the restore stood incomplete is due at once */
 	PoolNoteDue(GetCurrentTimestamp());
@@ -199,29 +211,11 @@ RestoreFinish(int64 rows)
 bool
 RestoreEndIncomplete(bool check)
 {
-	const InvCatalog *cat = InvGetCatalog();
-	int			spi;
-
 	/* as a restore does, so that none runs meanwhile */
-	LockRestore(cat->sku_rel);
+	LockRestore(InvGetCatalog()->sku_rel);
 	if (check)
-	{
-		spi = InvSpiConnect();
-		if (InvStmtRun(&out_of_bounds, NULL, NULL, true, 1) > 0)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[0];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("the restored rows of sku \"%s\" are inconsistent", SPI_getvalue(tup, desc, 1)),
-					 errdetail("The SKU has on_hand %s and reserved %s, which leaves %s available.",
-							   SPI_getvalue(tup, desc, 2), SPI_getvalue(tup, desc, 3),
-							   SPI_getvalue(tup, desc, 4)),
-					 errhint("Restore the missing table from the same dump, or abandon the restore with inventory.restore_abandon().")));
-		}
-		InvSpiFinish(spi);
-	}
+		CheckBounds(&out_of_bounds,
+					"Restore the missing table from the same dump, or abandon the restore with inventory.restore_abandon().");
 	if (!RestoreStateClear())
 		return false;
 	CacheRestoreMarkerChanged();
