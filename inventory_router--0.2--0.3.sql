@@ -56,3 +56,152 @@ GRANT EXECUTE ON FUNCTION
 	inventory._reserve_now_at(integer, text, bigint, text, integer, interval, text),
 	inventory.reserve_now(text, bigint, text, integer, interval, text)
 TO inventory_app;
+
+-- Confirm, cancel and extend of a split SKU's key: first ask the
+-- partitions of its buckets which holds the key (reading only), then act
+-- on that one alone.  A partition that is down matters only when the key
+-- is not found on the others, and then the call fails with its error,
+-- having done nothing anywhere.
+
+-- Where a key of a split SKU is: the partitions that hold it; when some
+-- could not be asked, the first of them with its error.  Asked all at
+-- once, then one by one when one of them fails.
+CREATE FUNCTION inventory._key_where(parts integer[], key_order text, key_batch integer, key_sku text,
+									 OUT found integer[], OUT down integer,
+									 OUT down_state text, OUT down_message text)
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	p integer;
+BEGIN
+	BEGIN
+		found := ARRAY(SELECT inventory._key_at(parts, key_order, key_batch, key_sku));
+		RETURN;
+	EXCEPTION WHEN OTHERS THEN
+		found := '{}';
+	END;
+	FOREACH p IN ARRAY parts LOOP
+		BEGIN
+			found := found OPERATOR(pg_catalog.||)
+				ARRAY(SELECT inventory._key_at(ARRAY[p], key_order, key_batch, key_sku));
+		EXCEPTION WHEN OTHERS THEN
+			IF down IS NULL THEN
+				down := p;
+				GET STACKED DIAGNOSTICS down_state = RETURNED_SQLSTATE, down_message = MESSAGE_TEXT;
+			END IF;
+		END;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION inventory._key_where(integer[], text, integer, text) IS
+	'the partitions that hold a key of a split SKU, and the first that could not be asked, with its error';
+
+-- The one partition that holds a key of a split SKU, NULL when none does;
+-- an error, before anything is done, when several do or when it is not
+-- found and a partition could not be asked.
+CREATE FUNCTION inventory._key_home(sku text, order_id text, batch_id integer, op text)
+	RETURNS integer
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	w record;
+BEGIN
+	SELECT * INTO w FROM inventory._key_where(inventory._sku_parts(_key_home.sku), _key_home.order_id,
+											  _key_home.batch_id, _key_home.sku);
+	IF pg_catalog.cardinality(w.found) > 1 THEN
+		RAISE EXCEPTION 'key (%, %) is known on % partitions', order_id, batch_id,
+				pg_catalog.cardinality(w.found)
+			USING ERRCODE = 'cardinality_violation',
+				  DETAIL = pg_catalog.format('The %s was done on none of them.', op),
+				  HINT = 'Keys must be unique across the cluster.';
+	END IF;
+	IF pg_catalog.cardinality(w.found) = 1 THEN
+		RETURN w.found[1];
+	END IF;
+	IF w.down IS NOT NULL THEN
+		RAISE EXCEPTION '%', w.down_message
+			USING ERRCODE = w.down_state,
+				  DETAIL = pg_catalog.format('Key (%s, %s) of sku "%s" is on no partition that answered; it may be on partition %s, which could not be asked. The %s was done nowhere.',
+											 order_id, batch_id, sku, w.down, op),
+				  HINT = 'Retry when the partition answers; a retry with the same key is safe.';
+	END IF;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION inventory._key_home(text, text, integer, text) IS
+	'the partition that holds a key of a split SKU; NULL when none does; an error, with nothing done, when it may be on a partition that is down';
+
+CREATE OR REPLACE FUNCTION inventory._settle(op text, order_id text, batch_id integer, sku text)
+	RETURNS inventory.result
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	r inventory.result;
+	part integer;
+BEGIN
+	IF _settle.sku IS NULL THEN
+		RETURN inventory._answer_of_one(
+			ARRAY(SELECT a FROM inventory._settle_all(op, _settle.order_id, _settle.batch_id) a),
+			op, _settle.order_id, _settle.batch_id);
+	END IF;
+	IF inventory._bucket_parts(_settle.sku) IS NULL THEN
+		SELECT * INTO r FROM inventory._settle_at(op, inventory.sku_hash(_settle.sku),
+												  _settle.order_id, _settle.batch_id);
+		RETURN r;
+	END IF;
+	part := inventory._key_home(_settle.sku, _settle.order_id, _settle.batch_id, op);
+	IF part IS NULL THEN
+		RETURN ROW(false, 'not_found', NULL, NULL, NULL, NULL, NULL, NULL)::inventory.result;
+	END IF;
+	SELECT * INTO r FROM inventory._settle_at(op, part, _settle.order_id, _settle.batch_id);
+	RETURN r;
+END
+$$;
+
+CREATE FUNCTION inventory._extend_at(route integer, order_id text, batch_id integer, ttl interval)
+	RETURNS inventory.result
+	LANGUAGE plproxy
+	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON route;
+	SELECT * FROM inventory.extend(order_id, batch_id, ttl);
+$$;
+COMMENT ON FUNCTION inventory._extend_at(integer, text, integer, interval) IS 'extend() on one partition';
+
+CREATE OR REPLACE FUNCTION inventory.extend(order_id text, batch_id integer, ttl interval,
+											sku text DEFAULT NULL)
+	RETURNS inventory.result
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	part integer;
+BEGIN
+	IF extend.sku IS NOT NULL AND inventory._bucket_parts(extend.sku) IS NOT NULL THEN
+		part := inventory._key_home(extend.sku, extend.order_id, extend.batch_id, 'extend');
+		IF part IS NULL THEN
+			RETURN ROW(false, 'not_found', NULL, NULL, NULL, NULL, NULL, NULL)::inventory.result;
+		END IF;
+		RETURN inventory._extend_at(part, extend.order_id, extend.batch_id, extend.ttl);
+	ELSIF extend.sku IS NOT NULL THEN
+		RETURN inventory._extend_on(extend.order_id, extend.batch_id, extend.ttl, extend.sku);
+	END IF;
+	RETURN inventory._answer_of_one(
+		ARRAY(SELECT a FROM inventory._extend_all(extend.order_id, extend.batch_id, extend.ttl) a),
+		'extend', extend.order_id, extend.batch_id);
+END
+$$;
+
+DROP FUNCTION inventory._settle_keyed(text, integer[], text, integer, text);
+DROP FUNCTION inventory._extend_keyed(integer[], text, integer, interval, text);
+
+REVOKE EXECUTE ON FUNCTION
+	inventory._key_where(integer[], text, integer, text),
+	inventory._key_home(text, text, integer, text),
+	inventory._extend_at(integer, text, integer, interval)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+	inventory._key_where(integer[], text, integer, text),
+	inventory._key_home(text, text, integer, text),
+	inventory._extend_at(integer, text, integer, interval)
+TO inventory_app;

@@ -294,17 +294,34 @@ is(shop("SELECT on_hand FROM inventory.stock WHERE sku = 'MOVE'"), '40', 'a reru
 shop("SELECT inventory.restock('DOWN', 400, 'in-down')");
 shop("SELECT count(*) FROM inventory.split('DOWN', 4)");
 my ($d0, $dp) = split /,/, shop("SELECT parts[1] || ',' || parts[2] FROM inventory.buckets WHERE sku = 'DOWN'");
-my ($other, $other2) = orders_on('DOWN', $d0, 2, 'down-');
-my ($mine) = orders_on('DOWN', $dp, 1, 'down-');
+my ($other, $other2, $pay_up, $cancel_up, $extend_up) = orders_on('DOWN', $d0, 5, 'down-');
+my ($mine, $pay_down) = orders_on('DOWN', $dp, 2, 'down-');
+shop("SELECT inventory.reserve('DOWN', 1, '$_', ttl => '1 hour')") for ($pay_up, $cancel_up, $extend_up, $pay_down);
 $nodes[$dp]->stop('immediate');
 is(shop("SELECT r.status FROM inventory.reserve('DOWN', 1, '$other') r"), 'ok',
 	'a node down: an order of another bucket is served');
 like(shop_err("SELECT * FROM inventory.reserve('DOWN', 1, '$mine')"), qr/\[inv_p$dp\]/,
 	'an order whose bucket is on the node down fails with an error naming its partition');
+is(shop("SELECT r.status || ' ' || r.state FROM inventory.confirm('$pay_up', 1, 'DOWN') r"), 'ok CONFIRMED',
+	'a node down: an order of another bucket is paid for');
+is(shop("SELECT r.status || ' ' || r.state FROM inventory.cancel('$cancel_up', 1, 'DOWN') r"), 'ok CANCELLED',
+	'and cancelled');
+is(shop("SELECT r.status || ' ' || r.state FROM inventory.extend('$extend_up', 1, '2 hours', 'DOWN') r"),
+	'ok PENDING', 'and extended');
+my $down_err = shop_err("SELECT * FROM inventory.confirm('$pay_down', 1, 'DOWN')");
+like($down_err, qr/\[inv_p$dp\]/, 'the confirm of an order whose bucket is on the node down fails with its error');
+like($down_err, qr/it may be on partition $dp, which could not be asked\. The confirm was done nowhere/,
+	'saying that it was done nowhere');
+like(shop_err("SELECT * FROM inventory.cancel('never-reserved', 1, 'DOWN')"),
+	qr/it may be on partition $dp/, 'a key found nowhere that answered may be on the node down: an error, not not_found');
 node_sql($d0, "SELECT inventory.withdraw('DOWN', inventory.available('DOWN'), 'drain-down')");
 is(shop("SELECT r.status FROM inventory.reserve('DOWN', 1, '$other2') r"), 'ok',
 	'its bucket empty, it falls through the buckets that answer');
 $nodes[$dp]->start;
+is(shop("SELECT r.status || ' ' || r.state FROM inventory.confirm('$pay_down', 1, 'DOWN') r"), 'ok CONFIRMED',
+	'the node back: the confirm that failed had done nothing, and now pays');
+is(shop("SELECT r.status FROM inventory.confirm('$pay_up', 1, 'DOWN') r"), 'duplicate',
+	'the one paid during the outage answers duplicate');
 is(shop('SELECT count(*) FROM inventory.verify()'), '0', 'the node back: verify() is empty on every node');
 is(shop("SELECT count(*) FROM inventory.nodes WHERE reachable"), $NPARTS, 'every partition answers');
 
