@@ -67,7 +67,7 @@ TO inventory_app;
 -- could not be asked, the first of them with its error.  Asked all at
 -- once, then one by one when one of them fails.
 CREATE FUNCTION inventory._key_where(parts integer[], key_order text, key_batch integer, key_sku text,
-									 OUT found integer[], OUT down integer,
+									 OUT holders integer[], OUT down integer,
 									 OUT down_state text, OUT down_message text)
 	LANGUAGE plpgsql
 	AS $$
@@ -75,14 +75,14 @@ DECLARE
 	p integer;
 BEGIN
 	BEGIN
-		found := ARRAY(SELECT inventory._key_at(parts, key_order, key_batch, key_sku));
+		holders := ARRAY(SELECT inventory._key_at(parts, key_order, key_batch, key_sku));
 		RETURN;
 	EXCEPTION WHEN OTHERS THEN
-		found := '{}';
+		holders := '{}';
 	END;
 	FOREACH p IN ARRAY parts LOOP
 		BEGIN
-			found := found OPERATOR(pg_catalog.||)
+			holders := holders OPERATOR(pg_catalog.||)
 				ARRAY(SELECT inventory._key_at(ARRAY[p], key_order, key_batch, key_sku));
 		EXCEPTION WHEN OTHERS THEN
 			IF down IS NULL THEN
@@ -108,15 +108,15 @@ DECLARE
 BEGIN
 	SELECT * INTO w FROM inventory._key_where(inventory._sku_parts(_key_home.sku), _key_home.order_id,
 											  _key_home.batch_id, _key_home.sku);
-	IF pg_catalog.cardinality(w.found) > 1 THEN
+	IF pg_catalog.cardinality(w.holders) > 1 THEN
 		RAISE EXCEPTION 'key (%, %) is known on % partitions', order_id, batch_id,
-				pg_catalog.cardinality(w.found)
+				pg_catalog.cardinality(w.holders)
 			USING ERRCODE = 'cardinality_violation',
 				  DETAIL = pg_catalog.format('The %s was done on none of them.', op),
 				  HINT = 'Keys must be unique across the cluster.';
 	END IF;
-	IF pg_catalog.cardinality(w.found) = 1 THEN
-		RETURN w.found[1];
+	IF pg_catalog.cardinality(w.holders) = 1 THEN
+		RETURN w.holders[1];
 	END IF;
 	IF w.down IS NOT NULL THEN
 		RAISE EXCEPTION '%', w.down_message
