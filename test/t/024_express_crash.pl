@@ -31,7 +31,7 @@ use InventoryTest qw(wait_until inventory_node reserve_now_client reserve_now_lo
   stock_vs_ledger_sql);
 
 my $CLIENTS  = 8;
-my $CALLS    = 4000;    # per client and round: far more than run before the crash
+my $CALLS    = 20000;   # per client and round: far more than run before the crash
 my $MIN_ACKS = 800;     # calls answered before each crash
 my $DEADLINE = 60;      # seconds, for every wait of this test
 my $LIMIT    = 3;       # units a buyer may hold of the limited SKU
