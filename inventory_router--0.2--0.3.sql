@@ -205,3 +205,96 @@ GRANT EXECUTE ON FUNCTION
 	inventory._key_home(text, text, integer, text),
 	inventory._extend_at(integer, text, integer, interval)
 TO inventory_app;
+
+-- inventory.nodes: units withdrawn toward a partition that could not be
+-- asked are not known to be in transit -- every past transfer into it
+-- would count -- and are shown apart, in transit_unknown.
+DROP VIEW inventory.nodes;
+DROP FUNCTION inventory.nodes();
+
+CREATE FUNCTION inventory.nodes(OUT part integer, OUT dbname text, OUT host text, OUT port text,
+								OUT reachable boolean, OUT error text,
+								OUT skus bigint, OUT holds bigint, OUT in_transit bigint,
+								OUT transit_unknown bigint)
+	RETURNS SETOF record
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	i integer;
+	conninfo text;
+	rows inventory.nodes[] := '{}';
+	moves text[] := '{}';		-- transfer movements seen: order_id and batch_id
+	sent text[] := '{}';		-- withdraws of transfers: order_id
+	sent_qty bigint[] := '{}';
+	asked integer[] := '{}';	-- the partitions that answered
+	t record;
+	n inventory.nodes;
+BEGIN
+	FOR i IN 0 .. inventory.partitions() - 1 LOOP
+		SELECT o.option_value INTO conninfo
+		  FROM pg_catalog.pg_foreign_server s, pg_catalog.pg_options_to_table(s.srvoptions) o
+		 WHERE s.srvname = 'inventory_cluster' AND o.option_name = 'p' || i;
+		n := ROW(i, inventory._conninfo_value(conninfo, 'dbname'),
+				 inventory._conninfo_value(conninfo, 'host'),
+				 inventory._conninfo_value(conninfo, 'port'), NULL, NULL, NULL, NULL, NULL, NULL);
+		BEGIN
+			SELECT true, NULL, x.skus, x.holds INTO n.reachable, n.error, n.skus, n.holds
+			  FROM inventory._node_info(i) x;
+			FOR t IN SELECT * FROM inventory._transfer_rows(ARRAY[i]) LOOP
+				moves := moves || (t.order_id || '/' || t.batch_id);
+				IF t.batch_id = 1 THEN
+					sent := sent || t.order_id;
+					sent_qty := sent_qty || t.qty;
+				END IF;
+			END LOOP;
+			asked := asked || i;
+		EXCEPTION WHEN OTHERS THEN
+			n.reachable := false;
+			n.skus := NULL;
+			n.holds := NULL;
+			GET STACKED DIAGNOSTICS n.error = MESSAGE_TEXT;
+		END;
+		rows := rows || n;
+	END LOOP;
+	-- units withdrawn from a partition by a transfer (its key
+	-- inventory:transfer:FROM:TO:...) whose restock is not on its receiving
+	-- partition; or, when that partition did not answer, not known
+	FOREACH n IN ARRAY rows LOOP
+		IF n.reachable THEN
+			SELECT coalesce(pg_catalog.sum(q) FILTER (WHERE pg_catalog.split_part(o, ':', 4)::integer = ANY (asked)
+													  AND NOT ((o || '/2') = ANY (moves))), 0),
+				   coalesce(pg_catalog.sum(q) FILTER (WHERE NOT pg_catalog.split_part(o, ':', 4)::integer = ANY (asked)), 0)
+			  INTO n.in_transit, n.transit_unknown
+			  FROM ROWS FROM (pg_catalog.unnest(sent), pg_catalog.unnest(sent_qty)) x(o, q)
+			 WHERE pg_catalog.split_part(o, ':', 3)::integer = n.part;
+		END IF;
+		part := n.part; dbname := n.dbname; host := n.host; port := n.port;
+		reachable := n.reachable; error := n.error; skus := n.skus; holds := n.holds;
+		in_transit := n.in_transit; transit_unknown := n.transit_unknown;
+		RETURN NEXT;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION inventory.nodes() IS
+	'each partition of inventory_cluster: where it is, whether it answers, its SKUs, PENDING reservations and units in transit';
+
+CREATE VIEW inventory.nodes AS SELECT * FROM inventory.nodes();
+COMMENT ON VIEW inventory.nodes IS
+	'each partition of inventory_cluster: where it is, whether it answers, its SKUs, PENDING reservations and units in transit';
+COMMENT ON COLUMN inventory.nodes.part IS 'the partition number (option pN of the server inventory_cluster)';
+COMMENT ON COLUMN inventory.nodes.dbname IS 'the partition''s database, from its connection string';
+COMMENT ON COLUMN inventory.nodes.host IS 'its host or socket directory, from its connection string; NULL: the default';
+COMMENT ON COLUMN inventory.nodes.port IS 'its port, from its connection string; NULL: the default';
+COMMENT ON COLUMN inventory.nodes.reachable IS 'whether the partition answered now';
+COMMENT ON COLUMN inventory.nodes.error IS 'why it did not; NULL when it did';
+COMMENT ON COLUMN inventory.nodes.skus IS 'SKUs of the partition';
+COMMENT ON COLUMN inventory.nodes.holds IS 'PENDING reservations of the partition';
+COMMENT ON COLUMN inventory.nodes.in_transit IS
+	'units withdrawn from the partition by a transfer between buckets and not yet restocked on the other side; rebalance() of the SKU finishes it';
+COMMENT ON COLUMN inventory.nodes.transit_unknown IS
+	'units withdrawn from the partition by transfers toward a partition that did not answer now: whether they arrived is not known until it does';
+
+REVOKE ALL ON inventory.nodes FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION inventory.nodes() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.nodes() TO inventory_admin;
+GRANT SELECT ON inventory.nodes TO inventory_admin;

@@ -314,6 +314,10 @@ like($down_err, qr/it may be on partition $dp, which could not be asked\. The co
 	'saying that it was done nowhere');
 like(shop_err("SELECT * FROM inventory.cancel('never-reserved', 1, 'DOWN')"),
 	qr/it may be on partition $dp/, 'a key found nowhere that answered may be on the node down: an error, not not_found');
+is(shop("SELECT sum(in_transit) || ' ' || (sum(transit_unknown) > 0) FROM inventory.nodes WHERE reachable"), '0 true',
+	'inventory.nodes: nothing is in transit, and the units sent to the node down are shown as not known');
+is(shop("SELECT count(*) FROM inventory.nodes WHERE NOT reachable AND in_transit IS NULL AND transit_unknown IS NULL"),
+	'1', 'the node down itself: not reachable, nothing known');
 node_sql($d0, "SELECT inventory.withdraw('DOWN', inventory.available('DOWN'), 'drain-down')");
 is(shop("SELECT r.status FROM inventory.reserve('DOWN', 1, '$other2') r"), 'ok',
 	'its bucket empty, it falls through the buckets that answer');
@@ -324,6 +328,8 @@ is(shop("SELECT r.status FROM inventory.confirm('$pay_up', 1, 'DOWN') r"), 'dupl
 	'the one paid during the outage answers duplicate');
 is(shop('SELECT count(*) FROM inventory.verify()'), '0', 'the node back: verify() is empty on every node');
 is(shop("SELECT count(*) FROM inventory.nodes WHERE reachable"), $NPARTS, 'every partition answers');
+is(shop("SELECT sum(in_transit) || ' ' || sum(transit_unknown) FROM inventory.nodes"), '0 0',
+	'and nothing is in transit or unknown');
 
 # --- carts ---------------------------------------------------------------------
 
