@@ -227,7 +227,7 @@ ReserveOne(text *sku, int64 qty, text *order_id, int32 batch_id,
 			{
 				PendingDropUnbound(&key);
 				PendingUnpinSince(&key, mark);
-				o->status = "limit_exceeded";
+				o->status = INV_STATUS_LIMIT_EXCEEDED;
 				OutcomeReadCounters(o);
 				return;
 			}
@@ -240,7 +240,7 @@ ReserveOne(text *sku, int64 qty, text *order_id, int32 batch_id,
 			LedgerWriterInsert(writer, &n);
 
 			o->ok = true;
-			o->status = "ok";
+			o->status = INV_STATUS_OK;
 			o->has_state = true;
 			o->state = INV_PENDING;
 			o->has_expires_at = true;
@@ -342,7 +342,7 @@ SettleReservation(ReservationOp op, text *order_id, int32 batch_id,
 			bool		isnull;
 
 			o->ok = true;
-			o->status = "ok";
+			o->status = INV_STATUS_OK;
 			/* out of SPI's memory, which InvSpiFinish() frees */
 			o->sku = DatumGetTextPP(SPI_datumTransfer(SPI_getbinval(tup, desc, 1, &isnull),
 													  false, -1));
@@ -361,7 +361,7 @@ SettleReservation(ReservationOp op, text *order_id, int32 batch_id,
 		if (!LedgerFindMovement(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
 								batch_id, &m))
 		{
-			o->status = "not_found";
+			o->status = INV_STATUS_NOT_FOUND;
 			break;
 		}
 		if (m.kind != INV_KIND_RESERVE)
@@ -483,7 +483,7 @@ inventory_restock(PG_FUNCTION_ARGS)
 	/* a SKU created by this call counts from zero */
 	CacheView(entry, &view);
 	o.ok = true;
-	o.status = "ok";
+	o.status = INV_STATUS_OK;
 	o.has_counters = true;
 	o.available = InvViewAvailable(&view);
 	o.version = view.version;
@@ -524,7 +524,7 @@ inventory_withdraw(PG_FUNCTION_ARGS)
 	LedgerInsert(&n);
 
 	o.ok = true;
-	o.status = "ok";
+	o.status = INV_STATUS_OK;
 	return OutcomeAnswer(INV_CALL_WITHDRAW, &o);
 }
 
@@ -556,7 +556,7 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	InvSpiFinish(spi);
 	if (found == 0)
 	{
-		o.status = "unknown_sku";
+		o.status = INV_STATUS_UNKNOWN_SKU;
 		return OutcomeAnswer(INV_CALL_ADJUST, &o);
 	}
 
@@ -577,7 +577,7 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	LedgerInsert(&n);
 
 	o.ok = true;
-	o.status = "ok";
+	o.status = INV_STATUS_OK;
 	return OutcomeAnswer(INV_CALL_ADJUST, &o);
 }
 

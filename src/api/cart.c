@@ -45,7 +45,8 @@ typedef struct CartSku
 	int64		demand;
 	bool		held;			/* a hold of demand units was taken */
 	bool		buyer_locked;	/* this call took the buyer's lock */
-	const char *status;			/* NULL: can be served */
+	bool		refused;		/* it cannot be served: */
+	InvStatus	status;			/* why */
 	InvView		view;
 } CartSku;
 
@@ -209,6 +210,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 			admit = PendingAsk(&g[k].key, g[k].demand, &sale, &g[k].view);
 		if (admit != INV_ADMIT_OK)
 		{
+			g[k].refused = true;
 			g[k].status = RefusalStatus(admit);
 			refused = true;
 		}
@@ -246,12 +248,13 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 	{
 		int64		holding;
 
-		if (g[k].status == NULL && g[k].view.rules.max_per_buyer > 0 &&
+		if (!g[k].refused && g[k].view.rules.max_per_buyer > 0 &&
 			!RulesAdmitBuyer(g[k].sku, buyer_id, g[k].demand,
 							 g[k].view.rules.max_per_buyer, &holding,
 							 &g[k].buyer_locked))
 		{
-			g[k].status = "limit_exceeded";
+			g[k].refused = true;
+			g[k].status = INV_STATUS_LIMIT_EXCEEDED;
 			refused = true;
 		}
 	}
@@ -264,7 +267,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 			Outcome		o;
 
 			OutcomeInit(&o, skus[i], qtys[i]);
-			o.status = g[group[i]].status ? g[group[i]].status : "cart_refused";
+			o.status = g[group[i]].refused ? g[group[i]].status : INV_STATUS_CART_REFUSED;
 			OutcomeSetCounters(&o, &g[group[i]].view);
 			OutcomePut(&set, &o);
 		}
@@ -289,7 +292,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 		OutcomeInit(&o, skus[i], qtys[i]);
 		OutcomeSetCounters(&o, &g[group[i]].view);
 		o.ok = true;
-		o.status = "ok";
+		o.status = INV_STATUS_OK;
 		o.has_state = true;
 		o.state = INV_PENDING;
 		o.has_expires_at = true;
@@ -322,7 +325,7 @@ OrderCall(FunctionCallInfo fcinfo, ReservationOp op)
 		Outcome		o;
 
 		memset(&o, 0, sizeof(o));
-		o.status = "not_found";
+		o.status = INV_STATUS_NOT_FOUND;
 		OutcomePut(&set, &o);
 	}
 	for (int i = 0; i < n; i++)

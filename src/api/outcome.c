@@ -81,7 +81,7 @@ OutcomeTuple(const Outcome *o)
 
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = BoolGetDatum(o->ok);
-	values[1] = CStringGetTextDatum(o->status);
+	values[1] = CStringGetTextDatum(inv_status_names[o->status]);
 	nulls[2] = (o->sku == NULL);
 	values[2] = PointerGetDatum(o->sku);
 	nulls[3] = !o->has_qty;
@@ -104,7 +104,7 @@ OutcomeAnswer(InvCall call, const Outcome *o)
 {
 	Datum		d = HeapTupleGetDatum(OutcomeTuple(o));
 
-	MetricsTold(call, MetricsStatus(o->status), 1);
+	MetricsTold(call, o->status, 1);
 	return d;
 }
 
@@ -121,7 +121,7 @@ void
 OutcomePut(OutcomeSet *set, const Outcome *o)
 {
 	tuplestore_puttuple(set->rsinfo->setResult, OutcomeTuple(o));
-	set->told[MetricsStatus(o->status)]++;
+	set->told[o->status]++;
 }
 
 /* The call has answered every row: counts them as told. */
@@ -219,7 +219,7 @@ OutcomeReplay(text *order_id, int32 batch_id, const LedgerRow *m,
 	ExpressFlushCommitted();
 	OutcomeSetMovement(o, m);
 	o->ok = true;
-	o->status = "duplicate";
+	o->status = INV_STATUS_DUPLICATE;
 	OutcomeReadCounters(o);
 }
 
@@ -233,21 +233,21 @@ OutcomeInit(Outcome *o, text *sku, int64 qty)
 }
 
 /* The status of an admission that did not succeed. */
-const char *
+InvStatus
 RefusalStatus(InvAdmit admit)
 {
 	switch (admit)
 	{
 		case INV_ADMIT_UNKNOWN:
-			return "unknown_sku";
+			return INV_STATUS_UNKNOWN_SKU;
 		case INV_ADMIT_CONFLICT:
-			return "version_conflict";
+			return INV_STATUS_VERSION_CONFLICT;
 		case INV_ADMIT_INSUFFICIENT:
-			return "insufficient";
+			return INV_STATUS_INSUFFICIENT;
 		case INV_ADMIT_NOT_ON_SALE:
-			return "not_on_sale";
+			return INV_STATUS_NOT_ON_SALE;
 		case INV_ADMIT_BUYER_REQUIRED:
-			return "buyer_required";
+			return INV_STATUS_BUYER_REQUIRED;
 		case INV_ADMIT_OK:
 			break;
 	}
@@ -263,16 +263,16 @@ OutcomeSettled(ReservationOp op, InvState state, Outcome *o)
 	{
 		case INV_CONFIRMED:
 			o->ok = (op == OP_CONFIRM);
-			o->status = op == OP_CONFIRM ? "duplicate" : "confirmed";
+			o->status = op == OP_CONFIRM ? INV_STATUS_DUPLICATE : INV_STATUS_CONFIRMED;
 			break;
 		case INV_CANCELLED:
 			o->ok = (op == OP_CANCEL);
-			o->status = op == OP_CANCEL ? "duplicate" : "cancelled";
+			o->status = op == OP_CANCEL ? INV_STATUS_DUPLICATE : INV_STATUS_CANCELLED;
 			break;
 		case INV_EXPIRED:
 			/* cancel wanted the units back on sale, and they are */
 			o->ok = (op == OP_CANCEL);
-			o->status = "expired";
+			o->status = INV_STATUS_EXPIRED;
 			break;
 		case INV_PENDING:
 			elog(ERROR, "inventory: reservation is not settled");

@@ -20,7 +20,7 @@
 typedef struct Outcome
 {
 	bool		ok;
-	const char *status;
+	InvStatus	status;
 	text	   *sku;			/* NULL: none */
 	bool		has_qty;
 	int64		qty;
@@ -64,7 +64,7 @@ extern void OutcomeReplay(text *order_id, int32 batch_id, const LedgerRow *m,
 						  InvKind kind, text *sku, int64 qty, text *buyer_id,
 						  Outcome *o);
 extern void OutcomeSettled(ReservationOp op, InvState state, Outcome *o);
-extern const char *RefusalStatus(InvAdmit admit);
+extern InvStatus RefusalStatus(InvAdmit admit);
 extern void KeyReuseError(text *order_id, int32 batch_id, const LedgerRow *m);
 
 #endif							/* INVENTORY_OUTCOME_H */

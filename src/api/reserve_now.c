@@ -120,7 +120,7 @@ Replay(const LedgerRow *m, text *sku, int64 qty, text *order_id,
 
 	OutcomeInit(&o, sku, qty);
 	OutcomeReplay(order_id, batch_id, m, INV_KIND_RESERVE, sku, qty, buyer_id, &o);
-	return o.status;
+	return inv_status_names[o.status];
 }
 
 /* Hands the caller's filled item to its writer and sleeps until answered. */
@@ -195,7 +195,7 @@ ReserveInOwnTransaction(text *sku, int64 qty, text *order_id, int32 batch_id,
 	SetUserIdAndSecContext(LedgerOwner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	ReserveAlone(sku, qty, order_id, batch_id, expires_at, NULL, buyer_id, &o);
 	SetUserIdAndSecContext(save_userid, save_sec);
-	return o.status;
+	return inv_status_names[o.status];
 }
 
 static void
@@ -310,7 +310,7 @@ ReserveNow(text *sku, int64 qty, text *order_id, int32 batch_id,
 			if (LookUpKey(order_id, batch_id, &m))
 				return Replay(&m, sku, qty, order_id, batch_id, buyer_id);
 		}
-		return RefusalStatus(admit);
+		return inv_status_names[RefusalStatus(admit)];
 	}
 
 	if (!exit_callback_set)

@@ -438,16 +438,16 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 		switch (new.kind)
 		{
 			case INV_KIND_RESERVE:
-				rc.counts.reserves = 1;
+				rc.counts.moves[INV_MOVE_RESERVE] = 1;
 				break;
 			case INV_KIND_RESTOCK:
-				rc.counts.restocks = 1;
+				rc.counts.moves[INV_MOVE_RESTOCK] = 1;
 				break;
 			case INV_KIND_ADJUST:
-				rc.counts.adjusts = 1;
+				rc.counts.moves[INV_MOVE_STOCKTAKE] = 1;
 				break;
 			case INV_KIND_WITHDRAW:
-				rc.counts.withdraws = 1;
+				rc.counts.moves[INV_MOVE_WITHDRAW] = 1;
 				break;
 		}
 		/* a restock, a stocktake or a withdrawal is settled when made */
@@ -476,16 +476,16 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 		if (new.kind == INV_KIND_RESERVE && old.state != new.state)
 		{
 			if (new.state == INV_CONFIRMED)
-				rc.counts.confirms = 1;
+				rc.counts.moves[INV_MOVE_CONFIRM] = 1;
 			else if (new.state == INV_CANCELLED)
-				rc.counts.cancels = 1;
+				rc.counts.moves[INV_MOVE_CANCEL] = 1;
 			else if (new.state == INV_EXPIRED)
-				rc.counts.expiries = 1;
+				rc.counts.moves[INV_MOVE_EXPIRE] = 1;
 		}
 		else if (new.kind == INV_KIND_RESERVE && new.state == INV_PENDING &&
 				 (new.has_expires_at != old.has_expires_at ||
 				  new.expires_at != old.expires_at))
-			rc.counts.extends = 1;
+			rc.counts.moves[INV_MOVE_EXTEND] = 1;
 		rc.unfolded = LedgerRowIsSettled(&new) && !LedgerRowIsSettled(&old) ? 1 : 0;
 	}
 	LedgerRowEffect(&new, &enew);

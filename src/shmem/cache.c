@@ -196,7 +196,7 @@ EntryEvict(void)
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		/* a notification to send keeps its entry, as a pin does */
-		if (entry->pins == 0 && !entry->loading && !entry->notify_pending)
+		if (entry->pins == 0 && !entry->loading && !EntryNotifyDue(entry))
 			idle[nidle++] = entry;
 	}
 
@@ -326,8 +326,7 @@ EntryLoad(const InvKey *key)
 	entry->gen = 0;
 	entry->last_used = entry->loaded_at = GetCurrentTimestamp();
 	memset(&entry->stats, 0, sizeof(entry->stats));
-	entry->notify_pending = false;
-	entry->notify_seq = 0;
+	entry->notify_seq = entry->notified_seq = 0;
 	entry->notified_at = 0;
 	LWLockRelease(inv_cache->lock);
 

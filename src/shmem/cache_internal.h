@@ -40,8 +40,8 @@ struct InvEntry
 	TimestampTz loaded_at;
 	InvSkuStats stats;
 	/* LISTEN inventory_stock (cache_notify.c) */
-	bool		notify_pending; /* committed available crossed zero */
-	uint32		notify_seq;		/* bumped at every crossing */
+	uint32		notify_seq;		/* bumped at every crossing of zero */
+	uint32		notified_seq;	/* the crossing last sent: a note is due when they differ */
 	TimestampTz notified_at;	/* when the last notification was sent */
 };
 
@@ -66,6 +66,9 @@ extern bool inv_cache_restoring_here;
 extern int	inv_max_skus;
 
 extern InvEntry *CacheEntryGet(const InvKey *key);
+
+/* Has a crossing of zero not been sent yet?  The caller holds entry->mutex. */
+#define EntryNotifyDue(entry) ((entry)->notify_seq != (entry)->notified_seq)
 
 /* Copies the counters; the caller holds entry->mutex. */
 static inline void

@@ -17,8 +17,9 @@
  * evicted.
  *
  * Under the locking contract at the top of cache.c: the notes are fields
- * of the entry, under its spinlock.  notify_seq tells a crossing noted
- * while a worker sent the previous one, which stays to be sent.
+ * of the entry, under its spinlock.  A crossing bumps notify_seq; a note is
+ * due while it differs from notified_seq, the crossing last sent, so one
+ * noted while a worker sent the previous one stays due.
  */
 #include "postgres.h"
 
@@ -82,7 +83,7 @@ CacheTakeNotes(InvStockNote **notes, TimestampTz now, TimestampTz *next)
 		if (entry->key.dbid != MyDatabaseId || entry->key.relid != relid)
 			continue;
 		SpinLockAcquire(&entry->mutex);
-		pending = entry->notify_pending && !entry->loading;
+		pending = EntryNotifyDue(entry) && !entry->loading;
 		notified_at = entry->notified_at;
 		note.available = entry->on_hand - entry->reserved;
 		note.version = entry->version;
@@ -127,8 +128,7 @@ CacheNotesSent(const InvStockNote *notes, int n, TimestampTz now)
 		if (entry == NULL)
 			continue;
 		SpinLockAcquire(&entry->mutex);
-		if (entry->notify_seq == notes[i].seq)
-			entry->notify_pending = false;
+		entry->notified_seq = notes[i].seq;
 		entry->notified_at = now;
 		SpinLockRelease(&entry->mutex);
 	}

@@ -233,10 +233,7 @@ EscrowEndTxn(InvEntry *entry, const InvTxnEnd *s)
 		(entry->on_hand - entry->reserved > 0) !=
 		(entry->on_hand + s->delta.on_hand - entry->reserved - s->delta.reserved > 0);
 	if (crossed)
-	{
-		entry->notify_pending = true;
 		entry->notify_seq++;
-	}
 	entry->on_hand += s->delta.on_hand;
 	entry->reserved += s->delta.reserved;
 	entry->version += s->delta.version;

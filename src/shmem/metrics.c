@@ -63,7 +63,6 @@ typedef union MetricsSlot
 typedef struct MetricsShared
 {
 	LWLock	   *lock;
-	int			ndbs;			/* entries of dbs[] */
 } MetricsShared;
 
 const char *const inv_call_names[INV_NUM_CALLS] = {
@@ -163,7 +162,6 @@ MetricsShmemInit(void)
 	if (found)
 		return;
 	metrics->lock = &(GetNamedLWLockTranche("inventory"))[INV_LOCK_METRICS].lock;
-	metrics->ndbs = inv_max_databases;
 	memset(dbs, 0, EntriesSize());
 	for (int i = 0; i < SlotCount(); i++)
 	{
@@ -185,7 +183,7 @@ EntryFor(Oid dboid)
 	InvDbMetrics *free_entry = NULL;
 
 	Assert(LWLockHeldByMeInMode(metrics->lock, LW_EXCLUSIVE));
-	for (int i = 0; i < metrics->ndbs; i++)
+	for (int i = 0; i < inv_max_databases; i++)
 	{
 		if (dbs[i].dboid == dboid)
 			return &dbs[i];
@@ -241,7 +239,7 @@ FoldSlot(int code, Datum arg)
 	if (entry == NULL)
 		ereport(LOG,
 				(errmsg("inventory: the counters of this session were not kept"),
-				 errdetail("All %d entries for databases are taken.", metrics->ndbs),
+				 errdetail("All %d entries for databases are taken.", inv_max_databases),
 				 errhint("Read inventory.call_stats to let go of dropped databases' counters, or raise inventory.max_databases.")));
 }
 
@@ -298,22 +296,9 @@ MetricsCommitted(const InvCounters *counts)
 	if (slot == NULL)
 		return;
 	c = slot->s.c.committed;
-	if (counts->reserves)
-		Bump(&c[INV_MOVE_RESERVE], counts->reserves);
-	if (counts->confirms)
-		Bump(&c[INV_MOVE_CONFIRM], counts->confirms);
-	if (counts->cancels)
-		Bump(&c[INV_MOVE_CANCEL], counts->cancels);
-	if (counts->expiries)
-		Bump(&c[INV_MOVE_EXPIRE], counts->expiries);
-	if (counts->extends)
-		Bump(&c[INV_MOVE_EXTEND], counts->extends);
-	if (counts->restocks)
-		Bump(&c[INV_MOVE_RESTOCK], counts->restocks);
-	if (counts->adjusts)
-		Bump(&c[INV_MOVE_STOCKTAKE], counts->adjusts);
-	if (counts->withdraws)
-		Bump(&c[INV_MOVE_WITHDRAW], counts->withdraws);
+	for (int m = 0; m < INV_NUM_MOVEMENTS; m++)
+		if (counts->moves[m] != 0)
+			Bump(&c[m], counts->moves[m]);
 }
 
 /* Can the call answer the status?  Readers show these even at zero. */
@@ -350,12 +335,12 @@ MetricsRead(int *count)
 	if (metrics == NULL)
 		return NULL;
 	LWLockAcquire(metrics->lock, LW_SHARED);
-	for (int i = 0; i < metrics->ndbs; i++)
+	for (int i = 0; i < inv_max_databases; i++)
 		if (dbs[i].dboid != InvalidOid)
 			used++;
 	/* no more databases than entries in use and claimed slots */
 	out = palloc0(mul_size(used + SlotCount(), sizeof(InvDbMetrics)));
-	for (int i = 0; i < metrics->ndbs; i++)
+	for (int i = 0; i < inv_max_databases; i++)
 		if (dbs[i].dboid != InvalidOid)
 			out[n++] = dbs[i];
 	for (int i = 0; i < SlotCount(); i++)
@@ -384,7 +369,7 @@ MetricsForget(Oid dboid)
 	if (metrics == NULL)
 		return;
 	LWLockAcquire(metrics->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < metrics->ndbs; i++)
+	for (int i = 0; i < inv_max_databases; i++)
 		if (dbs[i].dboid == dboid)
 			dbs[i].dboid = InvalidOid;
 	LWLockRelease(metrics->lock);

@@ -48,20 +48,6 @@ typedef enum InvStatus
 	INV_NUM_STATUSES
 } InvStatus;
 
-/* The movements whose commits are counted. */
-typedef enum InvMovement
-{
-	INV_MOVE_RESERVE,
-	INV_MOVE_CONFIRM,
-	INV_MOVE_CANCEL,
-	INV_MOVE_EXPIRE,
-	INV_MOVE_EXTEND,
-	INV_MOVE_RESTOCK,
-	INV_MOVE_STOCKTAKE,
-	INV_MOVE_WITHDRAW,
-	INV_NUM_MOVEMENTS
-} InvMovement;
-
 typedef struct InvDbMetrics
 {
 	Oid			dboid;

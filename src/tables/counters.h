@@ -34,65 +34,64 @@ InvEffectDiff(InvEffect *dst, const InvEffect *to, const InvEffect *from)
 	dst->version = to->version - from->version;
 }
 
-/* The movements of a transaction, by kind: added to both below at commit. */
+/* The kinds of movement a commit is counted by. */
+typedef enum InvMovement
+{
+	INV_MOVE_RESERVE,
+	INV_MOVE_CONFIRM,
+	INV_MOVE_CANCEL,
+	INV_MOVE_EXPIRE,
+	INV_MOVE_EXTEND,
+	INV_MOVE_RESTOCK,
+	INV_MOVE_STOCKTAKE,
+	INV_MOVE_WITHDRAW,
+	INV_NUM_MOVEMENTS
+} InvMovement;
+
+/*
+ * The movements of a transaction, by kind; at commit they are added to
+ * its SKUs' statistics and to its database's counters (shmem/metrics.c).
+ */
 typedef struct InvCounters
 {
-	int64		reserves;		/* reservations committed */
+	int64		moves[INV_NUM_MOVEMENTS];
+} InvCounters;
+
+static inline void
+InvCountersAdd(InvCounters *dst, const InvCounters *src)
+{
+	for (int m = 0; m < INV_NUM_MOVEMENTS; m++)
+		dst->moves[m] += src->moves[m];
+}
+
+/*
+ * Per-SKU statistics, in the style of pg_stat_statements, kept in every
+ * cache entry, whose size is a budget: what inventory.sku_stats shows.
+ * Refusals are counted as they are decided; the rest from the movements
+ * committed (stocktakes and withdrawals share adjusts; extends are not
+ * shown).
+ */
+typedef struct InvSkuStats
+{
+	int64		reserves;
 	int64		rejects;		/* reserve refused: not enough available */
 	int64		conflicts;		/* version-checked call refused */
 	int64		confirms;
 	int64		cancels;
 	int64		expiries;
 	int64		restocks;
-	int64		adjusts;		/* stocktakes */
-	int64		withdraws;
-	int64		extends;
-} InvCounters;
-
-/*
- * Per-SKU statistics, in the style of pg_stat_statements: the counters of
- * InvCounters that inventory.sku_stats shows, kept in every cache entry,
- * whose size is a budget (stocktakes and withdrawals share adjusts).
- */
-typedef struct InvSkuStats
-{
-	int64		reserves;
-	int64		rejects;
-	int64		conflicts;
-	int64		confirms;
-	int64		cancels;
-	int64		expiries;
-	int64		restocks;
-	int64		adjusts;		/* stocktakes and withdrawals */
+	int64		adjusts;
 } InvSkuStats;
 
 static inline void
 InvSkuStatsAdd(InvSkuStats *dst, const InvCounters *src)
 {
-	dst->reserves += src->reserves;
-	dst->rejects += src->rejects;
-	dst->conflicts += src->conflicts;
-	dst->confirms += src->confirms;
-	dst->cancels += src->cancels;
-	dst->expiries += src->expiries;
-	dst->restocks += src->restocks;
-	dst->adjusts += src->adjusts + src->withdraws;
-}
-
-/* Adds the counters of the settled work counted in src to dst. */
-static inline void
-InvCountersAdd(InvCounters *dst, const InvCounters *src)
-{
-	dst->reserves += src->reserves;
-	dst->rejects += src->rejects;
-	dst->conflicts += src->conflicts;
-	dst->confirms += src->confirms;
-	dst->cancels += src->cancels;
-	dst->expiries += src->expiries;
-	dst->restocks += src->restocks;
-	dst->adjusts += src->adjusts;
-	dst->withdraws += src->withdraws;
-	dst->extends += src->extends;
+	dst->reserves += src->moves[INV_MOVE_RESERVE];
+	dst->confirms += src->moves[INV_MOVE_CONFIRM];
+	dst->cancels += src->moves[INV_MOVE_CANCEL];
+	dst->expiries += src->moves[INV_MOVE_EXPIRE];
+	dst->restocks += src->moves[INV_MOVE_RESTOCK];
+	dst->adjusts += src->moves[INV_MOVE_STOCKTAKE] + src->moves[INV_MOVE_WITHDRAW];
 }
 
 #endif							/* INVENTORY_COUNTERS_H */

@@ -190,6 +190,7 @@ WorkerRound(void)
 	TimestampTz next;
 	TimestampTz now;
 	TimestampTz oldest_overdue = 0;
+	bool		restoring;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -204,21 +205,19 @@ WorkerRound(void)
 		PoolReportAbsent();
 		proc_exit(0);
 	}
-	if (CacheRestoring(MyDatabaseId))
+	/*
+	 * Nothing of the database changes until a restore commits (look again
+	 * in an interval), nor while one stands incomplete (the restore's end
+	 * makes work due).
+	 */
+	restoring = CacheRestoring(MyDatabaseId);
+	if (restoring || CacheRestoreIncomplete(NULL))
 	{
-		/* nothing of the database changes until the restore commits */
 		PopActiveSnapshot();
 		CommitTransactionCommand();
-		PoolVisitRound(0, 0, TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														 inv_expire_interval), 0);
-		return;
-	}
-	if (CacheRestoreIncomplete(NULL))
-	{
-		/* nothing is sold until an administrator ends the restore, which makes work due */
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-		PoolVisitRound(0, 0, POOL_NOTHING_DUE, 0);
+		PoolVisitRound(0, 0, restoring ?
+					   TimestampTzPlusMilliseconds(GetCurrentTimestamp(), inv_expire_interval) :
+					   POOL_NOTHING_DUE, 0);
 		return;
 	}
 	/* after a start, the key filter learns this database's keys first */
