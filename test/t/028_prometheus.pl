@@ -49,8 +49,11 @@ ok(-x $exporter_bin, 'prometheus-postgres-exporter is installed')
 
 # Workers on (they expire, fold, verify every second and read the key
 # filter); the express writer stays between the scrapes; a slot may keep
-# 1 GB, so that safe_wal_size has a value.
+# 1 GB, so that safe_wal_size has a value. The auto-discovering exporter
+# keeps a connection to every database beside the other exporter's and
+# the test's own: the test cluster's default of 10 slots is too few.
 my $node = inventory_node('prometheus', q{
+max_connections = 40
 inventory.verify_interval = '1s'
 inventory.express_idle_timeout = '10min'
 max_slot_wal_keep_size = '1GB'
