@@ -57,15 +57,35 @@ GRANT EXECUTE ON FUNCTION
 	inventory.reserve_now(text, bigint, text, integer, interval, text)
 TO inventory_app;
 
--- Confirm, cancel and extend of a split SKU's key: first ask the
--- partitions of its buckets which holds the key (reading only), then act
--- on that one alone.  A partition that is down matters only when the key
--- is not found on the others, and then the call fails with its error,
--- having done nothing anywhere.
+-- Confirm, cancel and extend by key: first ask the partitions that may hold
+-- the key which one does (reading only), then act on that one alone: the
+-- buckets of a split SKU, or every partition when the call has no SKU.  A
+-- partition that is down matters only when the key is not found on the
+-- others, and then the call fails with its error, having done nothing
+-- anywhere.  Orders (confirm_order, cancel_order) likewise: the
+-- partitions holding lines of the order, found first.
 
--- Where a key of a split SKU is: the partitions that hold it; when some
--- could not be asked, the first of them with its error.  Asked all at
--- once, then one by one when one of them fails.
+-- Those of the partitions that hold the key (batch_id NULL: any line of
+-- the order; sku NULL: of any SKU).
+CREATE OR REPLACE FUNCTION inventory._key_at(parts integer[], key_order text, key_batch integer, key_sku text)
+	RETURNS SETOF integer
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	SPLIT parts;
+	RUN ON parts;
+	SELECT p FROM pg_catalog.unnest(parts) p
+	 WHERE EXISTS (SELECT FROM inventory.ledger l
+					WHERE l.order_id = key_order
+					  AND (key_batch IS NULL OR l.batch_id = key_batch)
+					  AND (key_sku IS NULL OR l.sku = key_sku));
+$$;
+COMMENT ON FUNCTION inventory._key_at(integer[], text, integer, text) IS
+	'those of the partitions that hold the key (batch NULL: any line of the order; sku NULL: any SKU)';
+
+-- Where a key is: the partitions that hold it; when some could not be
+-- asked, the first of them with its error.  Asked all at once, then one by
+-- one when one of them fails.
 CREATE FUNCTION inventory._key_where(parts integer[], key_order text, key_batch integer, key_sku text,
 									 OUT holders integer[], OUT down integer,
 									 OUT down_state text, OUT down_message text)
@@ -75,7 +95,7 @@ DECLARE
 	p integer;
 BEGIN
 	BEGIN
-		holders := ARRAY(SELECT inventory._key_at(parts, key_order, key_batch, key_sku));
+		holders := ARRAY(SELECT h FROM inventory._key_at(parts, key_order, key_batch, key_sku) h ORDER BY 1);
 		RETURN;
 	EXCEPTION WHEN OTHERS THEN
 		holders := '{}';
@@ -94,42 +114,60 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION inventory._key_where(integer[], text, integer, text) IS
-	'the partitions that hold a key of a split SKU, and the first that could not be asked, with its error';
+	'the partitions that hold a key, and the first that could not be asked, with its error';
 
--- The one partition that holds a key of a split SKU, NULL when none does;
--- an error, before anything is done, when several do or when it is not
--- found and a partition could not be asked.
+-- Every partition, for a call without a SKU.
+CREATE FUNCTION inventory._every_part() RETURNS integer[]
+	LANGUAGE sql STABLE
+	AS $$ SELECT ARRAY(SELECT pg_catalog.generate_series(0, inventory.partitions() OPERATOR(pg_catalog.-) 1)) $$;
+COMMENT ON FUNCTION inventory._every_part() IS 'every partition of inventory_cluster';
+
+-- The one partition that holds a key, NULL when none does: of a split
+-- SKU's buckets, or of every partition when sku is NULL.  An error, before
+-- anything is done, when several hold it or when it is not found and a
+-- partition could not be asked.
 CREATE FUNCTION inventory._key_home(sku text, order_id text, batch_id integer, op text)
 	RETURNS integer
 	LANGUAGE plpgsql
 	AS $$
 DECLARE
 	w record;
+	what text;
 BEGIN
-	SELECT * INTO w FROM inventory._key_where(inventory._sku_parts(_key_home.sku), _key_home.order_id,
-											  _key_home.batch_id, _key_home.sku);
+	IF _key_home.order_id IS NULL OR _key_home.batch_id IS NULL THEN
+		PERFORM inventory._null_argument(CASE WHEN _key_home.order_id IS NULL THEN 'order_id' ELSE 'batch_id' END);
+	END IF;
+	SELECT * INTO w FROM inventory._key_where(
+		CASE WHEN _key_home.sku IS NULL THEN inventory._every_part() ELSE inventory._sku_parts(_key_home.sku) END,
+		_key_home.order_id, _key_home.batch_id, _key_home.sku);
 	IF pg_catalog.cardinality(w.holders) > 1 THEN
 		RAISE EXCEPTION 'key (%, %) is known on % partitions', order_id, batch_id,
 				pg_catalog.cardinality(w.holders)
 			USING ERRCODE = 'cardinality_violation',
 				  DETAIL = pg_catalog.format('The %s was done on none of them.', op),
-				  HINT = 'Keys must be unique across the cluster.';
+				  HINT = CASE WHEN sku IS NULL
+							  THEN 'Keys must be unique across the cluster; pass the sku to reach its node only.'
+							  ELSE 'Keys must be unique across the cluster.' END;
 	END IF;
 	IF pg_catalog.cardinality(w.holders) = 1 THEN
 		RETURN w.holders[1];
 	END IF;
 	IF w.down IS NOT NULL THEN
+		what := pg_catalog.format('Key (%s, %s)', order_id, batch_id);
+		IF sku IS NOT NULL THEN
+			what := pg_catalog.format('%s of sku "%s"', what, sku);
+		END IF;
 		RAISE EXCEPTION '%', w.down_message
 			USING ERRCODE = w.down_state,
-				  DETAIL = pg_catalog.format('Key (%s, %s) of sku "%s" is on no partition that answered; it may be on partition %s, which could not be asked. The %s was done nowhere.',
-											 order_id, batch_id, sku, w.down, op),
+				  DETAIL = pg_catalog.format('%s is on no partition that answered; it may be on partition %s, which could not be asked. The %s was done nowhere.',
+											 what, w.down, op),
 				  HINT = 'Retry when the partition answers; a retry with the same key is safe.';
 	END IF;
 	RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION inventory._key_home(text, text, integer, text) IS
-	'the partition that holds a key of a split SKU; NULL when none does; an error, with nothing done, when it may be on a partition that is down';
+	'the partition that holds a key (of a split SKU, or anywhere when sku is NULL); NULL when none does; an error, with nothing done, when it may be on a partition that is down';
 
 CREATE OR REPLACE FUNCTION inventory._settle(op text, order_id text, batch_id integer, sku text)
 	RETURNS inventory.result
@@ -139,12 +177,7 @@ DECLARE
 	r inventory.result;
 	part integer;
 BEGIN
-	IF _settle.sku IS NULL THEN
-		RETURN inventory._answer_of_one(
-			ARRAY(SELECT a FROM inventory._settle_all(op, _settle.order_id, _settle.batch_id) a),
-			op, _settle.order_id, _settle.batch_id);
-	END IF;
-	IF inventory._bucket_parts(_settle.sku) IS NULL THEN
+	IF _settle.sku IS NOT NULL AND inventory._bucket_parts(_settle.sku) IS NULL THEN
 		SELECT * INTO r FROM inventory._settle_at(op, inventory.sku_hash(_settle.sku),
 												  _settle.order_id, _settle.batch_id);
 		RETURN r;
@@ -177,34 +210,452 @@ CREATE OR REPLACE FUNCTION inventory.extend(order_id text, batch_id integer, ttl
 DECLARE
 	part integer;
 BEGIN
-	IF extend.sku IS NOT NULL AND inventory._bucket_parts(extend.sku) IS NOT NULL THEN
-		part := inventory._key_home(extend.sku, extend.order_id, extend.batch_id, 'extend');
-		IF part IS NULL THEN
-			RETURN ROW(false, 'not_found', NULL, NULL, NULL, NULL, NULL, NULL)::inventory.result;
-		END IF;
-		RETURN inventory._extend_at(part, extend.order_id, extend.batch_id, extend.ttl);
-	ELSIF extend.sku IS NOT NULL THEN
+	IF extend.sku IS NOT NULL AND inventory._bucket_parts(extend.sku) IS NULL THEN
 		RETURN inventory._extend_on(extend.order_id, extend.batch_id, extend.ttl, extend.sku);
 	END IF;
-	RETURN inventory._answer_of_one(
-		ARRAY(SELECT a FROM inventory._extend_all(extend.order_id, extend.batch_id, extend.ttl) a),
-		'extend', extend.order_id, extend.batch_id);
+	part := inventory._key_home(extend.sku, extend.order_id, extend.batch_id, 'extend');
+	IF part IS NULL THEN
+		RETURN ROW(false, 'not_found', NULL, NULL, NULL, NULL, NULL, NULL)::inventory.result;
+	END IF;
+	RETURN inventory._extend_at(part, extend.order_id, extend.batch_id, extend.ttl);
 END
 $$;
 
+-- confirm_order() or cancel_order() (op) on one partition
+CREATE FUNCTION inventory._order_at(op text, route integer, order_id text)
+	RETURNS SETOF inventory.result
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON route;
+	SELECT * FROM inventory.confirm_order(order_id) WHERE op = 'confirm'
+	UNION ALL
+	SELECT * FROM inventory.cancel_order(order_id) WHERE op = 'cancel';
+$$;
+COMMENT ON FUNCTION inventory._order_at(text, integer, text) IS
+	'confirm_order() or cancel_order() (op) on one partition';
+
+-- confirm_order() or cancel_order() (op): on the partitions holding lines
+-- of the order, found first, one after the other.  One that fails after
+-- others were done says so: a retry is safe, the lines done answer as
+-- replays.
+CREATE FUNCTION inventory._settle_order(op text, order_id text)
+	RETURNS SETOF inventory.result
+	LANGUAGE plpgsql ROWS 5
+	AS $$
+DECLARE
+	w record;
+	k integer;
+	answers inventory.result[] := '{}';
+	failed_state text;
+	failed_message text;
+BEGIN
+	IF _settle_order.order_id IS NULL THEN
+		PERFORM inventory._null_argument('order_id');
+	END IF;
+	SELECT * INTO w FROM inventory._key_where(inventory._every_part(), _settle_order.order_id, NULL, NULL);
+	IF w.down IS NOT NULL THEN
+		RAISE EXCEPTION '%', w.down_message
+			USING ERRCODE = w.down_state,
+				  DETAIL = pg_catalog.format('Order "%s" may have lines on partition %s, which could not be asked. The %s was done nowhere.',
+											 _settle_order.order_id, w.down, op || '_order'),
+				  HINT = 'Retry when the partition answers, or settle each line with its sku; a retry is safe.';
+	END IF;
+	FOR k IN 1 .. pg_catalog.cardinality(w.holders) LOOP
+		BEGIN
+			answers := answers OPERATOR(pg_catalog.||)
+				ARRAY(SELECT a FROM inventory._order_at(op, w.holders[k], _settle_order.order_id) a);
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS failed_state = RETURNED_SQLSTATE, failed_message = MESSAGE_TEXT;
+			RAISE EXCEPTION '%', failed_message
+				USING ERRCODE = failed_state,
+					  DETAIL = CASE WHEN k = 1
+						THEN pg_catalog.format('The %s of order "%s" was done nowhere.', op || '_order',
+											   _settle_order.order_id)
+						ELSE pg_catalog.format('The %s of order "%s" was done on partitions %s, and not on partitions %s.',
+											   op || '_order', _settle_order.order_id,
+											   pg_catalog.array_to_string(w.holders[1:k - 1], ', '),
+											   pg_catalog.array_to_string(w.holders[k:], ', ')) END,
+					  HINT = 'A retry is safe: the lines done answer as replays.';
+		END;
+	END LOOP;
+	RETURN QUERY SELECT * FROM inventory._order_rows(answers);
+	IF NOT FOUND THEN
+		RETURN NEXT ROW(false, 'not_found', NULL, NULL, NULL, NULL, NULL, NULL)::inventory.result;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION inventory._settle_order(text, text) IS
+	'confirm_order() or cancel_order() (op) on the partitions that hold lines of the order, found first';
+
+CREATE OR REPLACE FUNCTION inventory.confirm_order(order_id text)
+	RETURNS SETOF inventory.result
+	LANGUAGE plpgsql ROWS 5
+	AS $$
+BEGIN
+	RETURN QUERY SELECT * FROM inventory._settle_order('confirm', confirm_order.order_id);
+END
+$$;
+COMMENT ON FUNCTION inventory.confirm_order(text) IS
+	'confirm every reservation of order_id, as confirm() would, on the nodes that hold its lines; one result row each, node after node';
+
+CREATE OR REPLACE FUNCTION inventory.cancel_order(order_id text)
+	RETURNS SETOF inventory.result
+	LANGUAGE plpgsql ROWS 5
+	AS $$
+BEGIN
+	RETURN QUERY SELECT * FROM inventory._settle_order('cancel', cancel_order.order_id);
+END
+$$;
+COMMENT ON FUNCTION inventory.cancel_order(text) IS
+	'cancel every reservation of order_id, as cancel() would, on the nodes that hold its lines; one result row each, node after node';
+
 DROP FUNCTION inventory._settle_keyed(text, integer[], text, integer, text);
 DROP FUNCTION inventory._extend_keyed(integer[], text, integer, interval, text);
+DROP FUNCTION inventory._settle_all(text, text, integer);
+DROP FUNCTION inventory._extend_all(text, integer, interval);
+DROP FUNCTION inventory._answer_of_one(inventory.result[], text, text, integer);
+DROP FUNCTION inventory._confirm_order_all(text);
+DROP FUNCTION inventory._cancel_order_all(text);
 
 REVOKE EXECUTE ON FUNCTION
 	inventory._key_where(integer[], text, integer, text),
+	inventory._every_part(),
 	inventory._key_home(text, text, integer, text),
-	inventory._extend_at(integer, text, integer, interval)
+	inventory._extend_at(integer, text, integer, interval),
+	inventory._order_at(text, integer, text),
+	inventory._settle_order(text, text)
 FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
 	inventory._key_where(integer[], text, integer, text),
+	inventory._every_part(),
 	inventory._key_home(text, text, integer, text),
-	inventory._extend_at(integer, text, integer, interval)
+	inventory._extend_at(integer, text, integer, interval),
+	inventory._order_at(text, integer, text),
+	inventory._settle_order(text, text)
 TO inventory_app;
+
+-- Transfers between buckets that fail half-way.  A transfer is a keyed
+-- withdraw on the giving partition, then a keyed restock of the same units
+-- on the receiving one.  When the restock fails, whether the receiving
+-- partition committed it is not always known (a connection lost after the
+-- query was sent), so the units are never put back on the giving side:
+-- they are restocked on the receiving side by their key, which is safe
+-- whatever happened there, by the next fall-through of any split SKU that
+-- checks (inventory_router.transfer_recheck), or by rebalance().  A
+-- fall-through whose receiving partition fails stops there and raises its
+-- error; one whose giving partition fails asks the next.
+
+DROP FUNCTION inventory._transfer(text, integer, integer, bigint);
+
+-- Moves qty available units of a SKU from one partition to another, as two
+-- keyed movements; returns the units moved (0 when the giving side has
+-- fewer available now).  For a fall-through: NULL when the giving side
+-- fails, and the receiving side's error, raised, when it fails; otherwise
+-- (rebalance) the giving side's error is raised and a failed restock is a
+-- warning.  Units withdrawn and not restocked are in transit.
+CREATE FUNCTION inventory._transfer(sku text, from_part integer, to_part integer, qty bigint,
+									fall_through boolean DEFAULT false)
+	RETURNS bigint
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	key text := pg_catalog.format('inventory:transfer:%s:%s:%s', from_part, to_part,
+								  pg_catalog.gen_random_uuid());
+	w record;
+	failed_state text;
+	failed_message text;
+BEGIN
+	IF fall_through THEN
+		BEGIN
+			SELECT * INTO w FROM inventory._withdraw_at(from_part, _transfer.sku, _transfer.qty, key);
+		EXCEPTION WHEN OTHERS THEN
+			-- if the withdraw committed before its answer was lost, its
+			-- units are in transit, and finished as any other
+			RETURN NULL;
+		END;
+	ELSE
+		SELECT * INTO w FROM inventory._withdraw_at(from_part, _transfer.sku, _transfer.qty, key);
+	END IF;
+	IF NOT w.ok THEN
+		RETURN 0;
+	END IF;
+	BEGIN
+		PERFORM inventory._restock_at(to_part, _transfer.sku, _transfer.qty, key,
+									  w.max_per_buyer, w.sale_starts, w.sale_ends);
+	EXCEPTION WHEN OTHERS THEN
+		GET STACKED DIAGNOSTICS failed_state = RETURNED_SQLSTATE, failed_message = MESSAGE_TEXT;
+		IF fall_through THEN
+			RAISE EXCEPTION '%', failed_message
+				USING ERRCODE = failed_state,
+					  DETAIL = pg_catalog.format('The bucket of this call, on partition %s, failed while %s units of "%s" moved into it from partition %s; they are in transit until partition %s answers, then restocked there by their key (%s, 2).',
+												 to_part, _transfer.qty, _transfer.sku, from_part, to_part, key),
+					  HINT = 'A retry with the same key is safe.';
+		END IF;
+		RAISE WARNING '% units of "%" are in transit from partition % to partition %',
+			_transfer.qty, _transfer.sku, from_part, to_part
+			USING DETAIL = pg_catalog.format('Withdrawn by key (%s, 1), not restocked: %s', key, failed_message),
+				  HINT = 'The next fall-through of a split SKU, or inventory.rebalance() of this one, restocks them.';
+		RETURN 0;
+	END;
+	RETURN _transfer.qty;
+END
+$$;
+COMMENT ON FUNCTION inventory._transfer(text, integer, integer, bigint, boolean) IS
+	'move available units of a SKU between partitions by two keyed movements; the units moved';
+
+-- Restocks, by their keys, the units of transfers that were withdrawn and
+-- never restocked: of one SKU, or of every SKU when sku is NULL.  A
+-- partition that does not answer is left for the next time, with the
+-- transfers toward it; the units restocked.
+CREATE OR REPLACE FUNCTION inventory._finish_transfers(sku text) RETURNS bigint
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	every integer[] := inventory._every_part();
+	asked integer[] := '{}';
+	p integer;
+	o text[];
+	b integer[];
+	s text[];
+	q bigint[];
+	t record;
+	rules record;
+	rules_sku text;
+	done bigint := 0;
+BEGIN
+	BEGIN
+		SELECT pg_catalog.array_agg(r.order_id), pg_catalog.array_agg(r.batch_id),
+			   pg_catalog.array_agg(r.sku), pg_catalog.array_agg(r.qty)
+		  INTO o, b, s, q
+		  FROM inventory._transfer_rows(every) r
+		 WHERE _finish_transfers.sku IS NULL OR r.sku = _finish_transfers.sku;
+		asked := every;
+	EXCEPTION WHEN OTHERS THEN
+		FOREACH p IN ARRAY every LOOP
+			BEGIN
+				SELECT o OPERATOR(pg_catalog.||) pg_catalog.array_agg(r.order_id),
+					   b OPERATOR(pg_catalog.||) pg_catalog.array_agg(r.batch_id),
+					   s OPERATOR(pg_catalog.||) pg_catalog.array_agg(r.sku),
+					   q OPERATOR(pg_catalog.||) pg_catalog.array_agg(r.qty)
+				  INTO o, b, s, q
+				  FROM inventory._transfer_rows(ARRAY[p]) r
+				 WHERE _finish_transfers.sku IS NULL OR r.sku = _finish_transfers.sku;
+				asked := asked OPERATOR(pg_catalog.||) p;
+			EXCEPTION WHEN OTHERS THEN
+				NULL;
+			END;
+		END LOOP;
+	END;
+	-- a withdraw whose receiving partition answered without its restock
+	FOR t IN WITH x AS MATERIALIZED (
+				SELECT * FROM ROWS FROM (pg_catalog.unnest(o), pg_catalog.unnest(b),
+										 pg_catalog.unnest(s), pg_catalog.unnest(q))
+							  x(order_id, batch_id, sku, qty))
+			 SELECT w.order_id, w.sku, w.qty, pg_catalog.split_part(w.order_id, ':', 4)::integer AS target
+			   FROM x w
+			  WHERE w.batch_id = 1
+				AND pg_catalog.split_part(w.order_id, ':', 4)::integer = ANY (asked)
+				AND NOT EXISTS (SELECT FROM x r WHERE r.order_id = w.order_id AND r.batch_id = 2)
+			  ORDER BY w.sku, w.order_id
+	LOOP
+		BEGIN
+			IF rules_sku IS DISTINCT FROM t.sku THEN
+				SELECT * INTO rules FROM inventory._rules_of(t.sku);
+				rules_sku := t.sku;
+			END IF;
+			PERFORM inventory._restock_at(t.target, t.sku, t.qty, t.order_id,
+										  rules.max_per_buyer, rules.sale_starts, rules.sale_ends);
+			done := done + t.qty;
+		EXCEPTION WHEN OTHERS THEN
+			-- failed meanwhile: the next time
+			rules_sku := NULL;
+		END;
+	END LOOP;
+	RETURN done;
+END
+$$;
+COMMENT ON FUNCTION inventory._finish_transfers(text) IS
+	'restock by their keys the units in transit, of one SKU or of every SKU (NULL), on the partitions that answer; the units restocked';
+
+-- Moves need units of a split SKU into the bucket on partition home from
+-- its other buckets, in their fixed order (the buckets after it, then
+-- partitions of former layouts), skipping those that do not answer; none
+-- when they do not have that many together.  NULL when none moved and a
+-- bucket did not answer: the SKU is not known to be short.  A failure of
+-- home itself is raised.  First, at most once per
+-- inventory_router.transfer_recheck in a session, the transfers left in
+-- transit by failures are finished.
+-- Runs as the extension's owner: it only moves units between the buckets
+-- of a SKU, never out of it.
+CREATE OR REPLACE FUNCTION inventory._top_up(sku text, home integer, need bigint)
+	RETURNS bigint
+	LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	cur integer[] := inventory._bucket_parts(_top_up.sku);
+	n integer;
+	i integer;
+	donors integer[];
+	avail bigint[];
+	d integer;
+	a bigint;
+	got bigint;
+	moved bigint := 0;
+	unknown boolean := false;
+	now_s float8 := date_part('epoch', clock_timestamp());
+BEGIN
+	IF cur IS NULL OR NOT (_top_up.home = ANY (cur)) THEN
+		RETURN 0;
+	END IF;
+	IF now_s >= coalesce(NULLIF(current_setting('inventory_router.transfers_checked', true), '')::float8, 0)
+				+ date_part('epoch', coalesce(NULLIF(current_setting('inventory_router.transfer_recheck', true), '')::interval,
+											  interval '10 seconds')) THEN
+		PERFORM set_config('inventory_router.transfers_checked', now_s::text, false);
+		PERFORM inventory._finish_transfers(NULL);
+	END IF;
+	need := greatest(coalesce(need, 1), 1);
+	n := cardinality(cur);
+	i := array_position(cur, _top_up.home);
+	donors := ARRAY(SELECT cur[1 + (i - 1 + k) % n] FROM generate_series(1, n - 1) k)
+		|| ARRAY(SELECT p FROM unnest(inventory._sku_parts(_top_up.sku)) p
+				  WHERE NOT (p = ANY (cur)) ORDER BY p);
+	IF cardinality(donors) = 0 THEN
+		RETURN 0;
+	END IF;
+	-- what each has, in one parallel call; one by one if a node fails
+	BEGIN
+		avail := ARRAY(SELECT a.available FROM unnest(donors) WITH ORDINALITY d(p, o)
+						 LEFT JOIN inventory._available_at(donors, _top_up.sku) a ON a.part = d.p
+						ORDER BY d.o);
+	EXCEPTION WHEN OTHERS THEN
+		avail := NULL;
+	END;
+	-- nothing moves for a call that all the buckets together cannot serve
+	IF (SELECT sum(greatest(x, 0)) FROM unnest(avail) x) < need THEN
+		RETURN 0;
+	END IF;
+	FOR k IN 1 .. cardinality(donors) LOOP
+		EXIT WHEN moved >= need;
+		d := donors[k];
+		IF avail IS NULL THEN
+			BEGIN
+				a := (SELECT x.available FROM inventory._available_at(ARRAY[d], _top_up.sku) x);
+			EXCEPTION WHEN OTHERS THEN
+				-- a bucket whose node does not answer: the next one
+				unknown := true;
+				CONTINUE;
+			END;
+		ELSE
+			a := avail[k];
+		END IF;
+		IF a > 0 THEN
+			got := inventory._transfer(_top_up.sku, d, _top_up.home, least(a, need - moved), true);
+			IF got IS NULL THEN
+				unknown := true;
+			ELSE
+				moved := moved + got;
+			END IF;
+		END IF;
+	END LOOP;
+	IF moved = 0 AND unknown THEN
+		RETURN NULL;
+	END IF;
+	RETURN moved;
+END
+$$;
+COMMENT ON FUNCTION inventory._top_up(text, integer, bigint) IS
+	'move units of a split SKU into one of its buckets from the others, in their fixed order; the units moved, NULL when none and a bucket did not answer';
+
+-- A reserve of a split SKU: in the bucket of its key; when that bucket is
+-- short, units move into it and the reserve is made there again.  Found
+-- short only when every bucket answered.
+CREATE OR REPLACE FUNCTION inventory._reserve_split(sku text, qty bigint, order_id text, batch_id integer,
+													ttl interval, expected_version bigint, buyer_id text,
+													parts integer[])
+	RETURNS inventory.result
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	home integer;
+	part integer;
+	moved bigint;
+	r inventory.result;
+BEGIN
+	IF _reserve_split.expected_version IS NOT NULL THEN
+		RAISE EXCEPTION 'expected_version cannot be checked on a split SKU'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = pg_catalog.format('"%s" is split into %s buckets, each with a version of its own.',
+											 _reserve_split.sku, pg_catalog.cardinality(parts)),
+				  HINT = 'Reserve without expected_version, or merge the SKU with inventory.merge().';
+	END IF;
+	home := inventory._home(parts, coalesce(_reserve_split.buyer_id, _reserve_split.order_id));
+	part := inventory._key_part(_reserve_split.sku, _reserve_split.order_id, _reserve_split.batch_id,
+								coalesce(_reserve_split.buyer_id, _reserve_split.order_id), home);
+	r := inventory._reserve_at(part, _reserve_split.sku, _reserve_split.qty, _reserve_split.order_id,
+							   _reserve_split.batch_id, _reserve_split.ttl, NULL, _reserve_split.buyer_id);
+	IF part <> home OR r.status NOT IN ('insufficient', 'unknown_sku') THEN
+		RETURN r;
+	END IF;
+	-- Found short in every bucket by this session a moment ago: a sold-out
+	-- SKU costs one call per refusal, as unsplit (see _reserve_short).
+	IF r.status = 'insufficient'
+	   AND pg_catalog.current_setting('inventory_router.short_sku', true) = _reserve_split.sku
+	   AND pg_catalog.current_setting('inventory_router.short_until', true)::float8
+		   > pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) THEN
+		RETURN r;
+	END IF;
+	-- falling through: each round moves what is missing, until the bucket
+	-- serves the call or no other bucket has units to give
+	FOR attempt IN 1 .. pg_catalog.cardinality(parts) LOOP
+		moved := inventory._top_up(_reserve_split.sku, home,
+								   _reserve_split.qty - greatest(coalesce(r.available, 0), 0));
+		IF moved IS NULL THEN
+			-- a bucket did not answer: not known to be short, not remembered
+			EXIT;
+		ELSIF moved = 0 THEN
+			PERFORM inventory._reserve_short(_reserve_split.sku);
+			EXIT;
+		END IF;
+		r := inventory._reserve_at(home, _reserve_split.sku, _reserve_split.qty, _reserve_split.order_id,
+								   _reserve_split.batch_id, _reserve_split.ttl, NULL, _reserve_split.buyer_id);
+		EXIT WHEN r.status NOT IN ('insufficient', 'unknown_sku');
+	END LOOP;
+	IF r.status = 'unknown_sku' THEN
+		-- a bucket that never received units: the SKU exists, sold out
+		r := ROW(false, 'insufficient', _reserve_split.sku, _reserve_split.qty, NULL, 0, NULL, NULL);
+	END IF;
+	RETURN r;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION inventory._cart_top_up(part integer, skus text[], qtys bigint[],
+												  answers inventory.result[])
+	RETURNS boolean
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	l record;
+	moved bigint := 0;
+BEGIN
+	FOR l IN SELECT x.sku, pg_catalog.sum(x.qty)::bigint AS demand,
+					pg_catalog.min(coalesce(a.available, 0)) AS available
+			   FROM ROWS FROM (pg_catalog.unnest(skus), pg_catalog.unnest(qtys)) WITH ORDINALITY x(sku, qty, i)
+			   JOIN pg_catalog.unnest(answers) WITH ORDINALITY a ON a.ordinality = x.i
+			  GROUP BY x.sku
+			 HAVING pg_catalog.bool_or(a.status IN ('insufficient', 'unknown_sku'))
+	LOOP
+		IF inventory._bucket_parts(l.sku) IS NOT NULL THEN
+			moved := moved + coalesce(inventory._top_up(l.sku, part, l.demand - l.available), 0);
+		END IF;
+	END LOOP;
+	RETURN moved > 0;
+END
+$$;
+
+REVOKE EXECUTE ON FUNCTION inventory._transfer(text, integer, integer, bigint, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory._transfer(text, integer, integer, bigint, boolean) TO inventory_admin;
 
 -- inventory.nodes: units withdrawn toward a partition that could not be
 -- asked are not known to be in transit -- every past transfer into it
@@ -290,7 +741,7 @@ COMMENT ON COLUMN inventory.nodes.error IS 'why it did not; NULL when it did';
 COMMENT ON COLUMN inventory.nodes.skus IS 'SKUs of the partition';
 COMMENT ON COLUMN inventory.nodes.holds IS 'PENDING reservations of the partition';
 COMMENT ON COLUMN inventory.nodes.in_transit IS
-	'units withdrawn from the partition by a transfer between buckets and not yet restocked on the other side; rebalance() of the SKU finishes it';
+	'units withdrawn from the partition by a transfer between buckets and not yet restocked on the other side; the next fall-through of a split SKU, or rebalance() of the SKU, finishes it';
 COMMENT ON COLUMN inventory.nodes.transit_unknown IS
 	'units withdrawn from the partition by transfers toward a partition that did not answer now: whether they arrived is not known until it does';
 

@@ -15,6 +15,12 @@
 #     inventory.nodes and finished by rerunning rebalance;
 #   * a node down: the split SKU sells from its other buckets, and the
 #     orders whose bucket is on that node fail with an error naming it;
+#     orders are paid with or without the SKU when their key is on a node
+#     that answers, and a call that may concern the node down fails having
+#     done nothing;
+#   * a fall-through whose receiving bucket fails answers its error, leaves
+#     one transfer's units in transit, and the next fall-through finishes
+#     it by itself;
 #   * a session remembers a SKU short in every bucket for short_recheck;
 #   * carts with a line of a split SKU;
 #   * a hot standby of the router database routes split SKUs as its primary.
@@ -27,6 +33,7 @@ use IPC::Run;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use RouterCluster qw(start_nodes start_router);
+use InventoryTest qw(psql_session wait_said);
 
 my $NPARTS = 4;
 my @nodes  = start_nodes($NPARTS);
@@ -297,6 +304,14 @@ my ($d0, $dp) = split /,/, shop("SELECT parts[1] || ',' || parts[2] FROM invento
 my ($other, $other2, $pay_up, $cancel_up, $extend_up) = orders_on('DOWN', $d0, 5, 'down-');
 my ($mine, $pay_down) = orders_on('DOWN', $dp, 2, 'down-');
 shop("SELECT inventory.reserve('DOWN', 1, '$_', ttl => '1 hour')") for ($pay_up, $cancel_up, $extend_up, $pay_down);
+my ($nosku_up, $order_up) = orders_on('DOWN', $d0, 2, 'down-nosku-');
+shop("SELECT inventory.reserve('DOWN', 1, '$_', ttl => '1 hour')") for ($nosku_up, $order_up);
+# LONE: units only in the bucket on the node that goes down
+shop("SELECT inventory.restock('LONE', 8, 'in-lone')");
+shop("SELECT count(*) FROM inventory.split('LONE', 4)");
+node_sql($_, "SELECT inventory.withdraw('LONE', inventory.available('LONE'), 'drain-lone-$_')")
+  for grep { $_ != $dp } split /,/, shop("SELECT array_to_string(parts, ',') FROM inventory.buckets WHERE sku = 'LONE'");
+my ($lone_up, $lone_up2) = orders_on('LONE', $d0, 2, 'lone-');
 $nodes[$dp]->stop('immediate');
 is(shop("SELECT r.status FROM inventory.reserve('DOWN', 1, '$other') r"), 'ok',
 	'a node down: an order of another bucket is served');
@@ -321,7 +336,23 @@ is(shop("SELECT count(*) FROM inventory.nodes WHERE NOT reachable AND in_transit
 node_sql($d0, "SELECT inventory.withdraw('DOWN', inventory.available('DOWN'), 'drain-down')");
 is(shop("SELECT r.status FROM inventory.reserve('DOWN', 1, '$other2') r"), 'ok',
 	'its bucket empty, it falls through the buckets that answer');
+is(shop("SELECT r.status || ' ' || r.state FROM inventory.confirm('$nosku_up') r"), 'ok CONFIRMED',
+	'confirm without the SKU: the key found on a node that answers is paid');
+like(shop_err("SELECT * FROM inventory.cancel('never-reserved')"),
+	qr/\[inv_p$dp\].*it may be on partition $dp, which could not be asked\. The cancel was done nowhere/s,
+	'without the SKU, a key found nowhere that answered: the node down\'s error, done nowhere');
+my $order_err = shop_err("SELECT * FROM inventory.confirm_order('$order_up')");
+like($order_err, qr/\[inv_p$dp\].*Order "$order_up" may have lines on partition $dp, which could not be asked\. The confirm_order was done nowhere/s,
+	'confirm_order with a node down: its error, since the order may have lines there');
+is(node_sql($d0, "SELECT state FROM inventory.ledger WHERE order_id = '$order_up'"), 'PENDING',
+	'and it was done nowhere');
+is(shop("SELECT r.status || '/' || coalesce(current_setting('inventory_router.short_sku', true), '') FROM inventory.reserve('LONE', 1, '$lone_up') r"),
+	'insufficient/', 'the only bucket with units on the node down: insufficient, and the SKU is not remembered as short');
 $nodes[$dp]->start;
+is(shop("SELECT string_agg(r.status, ' ') FROM inventory.confirm_order('$order_up') r"), 'ok',
+	'the node back: confirm_order pays the order');
+is(shop("SELECT r.status FROM inventory.reserve('LONE', 1, '$lone_up2') r"), 'ok',
+	'and the bucket on it gives its units again');
 is(shop("SELECT r.status || ' ' || r.state FROM inventory.confirm('$pay_down', 1, 'DOWN') r"), 'ok CONFIRMED',
 	'the node back: the confirm that failed had done nothing, and now pays');
 is(shop("SELECT r.status FROM inventory.confirm('$pay_up', 1, 'DOWN') r"), 'duplicate',
@@ -330,6 +361,40 @@ is(shop('SELECT count(*) FROM inventory.verify()'), '0', 'the node back: verify(
 is(shop("SELECT count(*) FROM inventory.nodes WHERE reachable"), $NPARTS, 'every partition answers');
 is(shop("SELECT sum(in_transit) || ' ' || sum(transit_unknown) FROM inventory.nodes"), '0 0',
 	'and nothing is in transit or unknown');
+
+# --- a receiving bucket that fails during a fall-through ---------------------------
+
+# Its restock waits on a lock until lock_timeout: the reserve fails with its
+# node's error, one donor's units are in transit (not every donor's), and
+# the next fall-through finishes the transfer by itself.
+shop("SELECT inventory.restock('RECV', 40, 'in-recv')");
+shop("SELECT count(*) FROM inventory.split('RECV', 4)");
+my $rp = (split /,/, shop("SELECT array_to_string(parts, ',') FROM inventory.buckets WHERE sku = 'RECV'"))[1];
+my ($recv1, $recv2) = orders_on('RECV', $rp, 2, 'recv-');
+node_sql($rp, "SELECT inventory.withdraw('RECV', inventory.available('RECV'), 'empty-recv')");
+$nodes[$rp]->safe_psql('postgres', "ALTER DATABASE inv_p$rp SET lock_timeout = '300ms'");
+my $locker = psql_session($nodes[$rp], 60, 1, "inv_p$rp");
+$locker->{in} .= "BEGIN;\nSELECT sku FROM inventory.sku WHERE sku = 'RECV' FOR UPDATE;\n";
+wait_said($locker, qr/RECV/);
+my $restocks_sql = "SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'inventory:transfer:%:$rp:%' AND batch_id = 2 AND sku = 'RECV'";
+my $restocks = node_sql($rp, $restocks_sql);
+my $recv_err = shop_err("SELECT * FROM inventory.reserve('RECV', 1, '$recv1')");
+like($recv_err, qr/\[inv_p$rp\].*lock timeout/s, 'a fall-through whose receiving bucket fails: its node\'s error, not insufficient');
+like($recv_err, qr/1 units of "RECV" moved into it from partition \d+; they are in transit until partition $rp answers/,
+	'saying which units are in transit');
+is(shop("SELECT sum(in_transit) FROM inventory.nodes"), '1', 'one unit in transit: the top-up stopped at the failure');
+$locker->{in} .= "COMMIT;\n";
+$locker->{in} .= "\\q\n";
+$locker->{run}->finish;
+$nodes[$rp]->safe_psql('postgres', "ALTER DATABASE inv_p$rp RESET lock_timeout");
+is(shop("SELECT r.status FROM inventory.reserve('RECV', 1, '$recv1') r"), 'ok',
+	'the retry: ok, the unit in transit restocked by the fall-through first');
+is(shop("SELECT sum(in_transit) || ' ' || sum(transit_unknown) FROM inventory.nodes"), '0 0',
+	'nothing is in transit, without a rebalance');
+is(node_sql($rp, $restocks_sql), $restocks + 2,
+	'the receiving bucket has both restocks since, each under its key');
+is(shop("SELECT on_hand || ' ' || reserved FROM inventory.stock WHERE sku = 'RECV'"), '30 1',
+	'units conserved: 40 restocked, 10 withdrawn, 1 reserved');
 
 # --- carts ---------------------------------------------------------------------
 
