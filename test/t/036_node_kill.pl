@@ -1,0 +1,333 @@
+# A node killed with kill -9 behind the router, while a SKU split into
+# four buckets falls through all the time: two buckets rich, two kept poor,
+# so that the orders of the poor ones take units from the others, and the
+# SKU never runs out (any insufficient is a false one).
+#
+#   * 16 clients reserve, then confirm or cancel with the SKU, through the
+#     router; the postmaster of the node of a rich bucket is killed, stays
+#     down 8 s and starts again.  The orders whose bucket is on a node that
+#     is up are served throughout with no error, their fall-throughs taking
+#     units from the other rich bucket; those of the killed node's bucket
+#     fail with an error naming its database while it is down, and are
+#     served once it is back; no reserve answers insufficient;
+#   * a node killed while the router restocks a fall-through's units on it
+#     (the restock held on the SKU's row lock, so that the kill lands
+#     there): the reserve fails with that node's error, not insufficient,
+#     leaving the units of that one transfer in transit; once the node is
+#     back, ordinary reserves that fall through restock them by their key
+#     -- no rebalance, split or merge -- and the session that failed does
+#     not take the SKU for short;
+#   * afterwards: every confirm and cancel a client saw acknowledged is in
+#     exactly one node's ledger, in its state, every reservation in its
+#     bucket; units are conserved (stocked = on hand + confirmed +
+#     withdrawn, reserved = PENDING holds); nothing is in transit;
+#     verify() is empty on every node.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use List::Util qw(sum0 uniq);
+use Time::HiRes qw(time usleep);
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use InventoryTest qw(wait_until psql_session wait_said);
+use RouterCluster qw(start_nodes start_router);
+
+my $NPARTS   = 4;
+my $CLIENTS  = 16;
+my $ORDERS   = 4000;      # orders of a client at most
+my $OUTAGE   = 8;         # seconds the node stays down under the load
+my $DEADLINE = 30;        # seconds, for every wait of this test
+my $SKU      = 'KILL';
+my $STOCK    = 200_000;
+my $POOR     = 2;         # units left in each poor bucket
+
+my @nodes  = start_nodes($NPARTS);
+my $router = start_router(\@nodes);
+
+sub node_sql
+{
+	my ($p, $sql) = @_;
+	return $nodes[$p]->safe_psql("inv_p$p", $sql);
+}
+sub shop { return $router->safe_psql('shop', $_[0]); }
+
+# orders whose bucket is on the given partition
+sub orders_on
+{
+	my ($part, $n, $prefix) = @_;
+	return split /\n/, shop(qq{
+SELECT o FROM (SELECT '$prefix' || g AS o FROM generate_series(1, 1000) g) x, inventory.buckets b
+ WHERE b.sku = '$SKU' AND inventory._home(b.parts, o) = $part ORDER BY length(o), o LIMIT $n});
+}
+
+# the pids of a node's postmaster and of its children
+sub server_pids
+{
+	my ($node) = @_;
+	my $pm = (split /\n/, slurp_file($node->data_dir . '/postmaster.pid'))[0];
+	return ($pm, split ' ', `pgrep -P $pm`);
+}
+
+# kill -9 of a node's postmaster; waits until its children have seen it die
+# and exited (until then its data directory is in use and a start fails)
+sub kill9
+{
+	my ($p) = @_;
+	my @pids = server_pids($nodes[$p]);
+	$nodes[$p]->kill9;
+	ok(wait_until($DEADLINE, sub { !grep { kill 0, $_ } @pids }),
+		"node $p: kill -9 of its postmaster, and every process of it exits");
+}
+
+my $in_transit_sql = "SELECT sum(in_transit) || ' ' || sum(transit_unknown) FROM inventory.nodes";
+
+# --- the split SKU: two rich buckets, two poor ----------------------------------
+
+shop("SELECT inventory.restock('$SKU', $STOCK, 'in-kill')");
+shop("SELECT count(*) FROM inventory.split('$SKU', 4)");
+# split again with the same count: the unsplit layout, under which no key
+# was made, is forgotten (a reserve would ask its node for the key)
+shop("SELECT count(*) FROM inventory.split('$SKU', 4)");
+my @parts = split /,/, shop("SELECT array_to_string(parts, ',') FROM inventory.buckets WHERE sku = '$SKU'");
+my ($rich0, $rich1, $poor0, $poor1) = @parts;
+node_sql($_, "SELECT inventory.withdraw('$SKU', inventory.available('$SKU') - $POOR, 'drain-$_')")
+  for ($poor0, $poor1);
+my $each = $STOCK / 4;
+is(shop("SELECT string_agg(available::text, ' ' ORDER BY bucket) || ' ' || (SELECT former_layouts FROM inventory.buckets WHERE sku = '$SKU') FROM inventory._bucket_report('$SKU')"),
+	"$each $each $POOR $POOR 0", "four buckets: $each units in two, $POOR in the other two; no former layout");
+
+# the bucket of every order a client can make, computed once, before the load
+my %home = map { split /\|/ } split /\n/, shop(qq{
+SELECT o || '|' || inventory._home(b.parts, o)
+  FROM inventory.buckets b, generate_series(1, $CLIENTS) c, generate_series(1, $ORDERS) n,
+       LATERAL (SELECT 'c' || c || '-' || n AS o) x
+ WHERE b.sku = '$SKU'});
+is(scalar(keys %home), $CLIENTS * $ORDERS, 'the bucket of each order of the clients');
+
+# --- the load -------------------------------------------------------------------
+
+my $stop = "$PostgreSQL::Test::Utils::tmp_check/036_stop";
+unlink $stop;
+my @clients;
+for my $c (1 .. $CLIENTS)
+{
+	my $log = "$PostgreSQL::Test::Utils::log_path/036_client_c$c";
+	# the interpreter Debian's python3-psycopg is for
+	my $h = IPC::Run::start(
+		[ '/usr/bin/python3', "$FindBin::Bin/lib/router_load.py", $router->connstr('shop'), $SKU,
+		  "c$c", $ORDERS, "$log.log", $stop ],
+		'<', '/dev/null', '>', "$log.out", '2>', "$log.err",
+		IPC::Run::timeout(180));
+	push @clients, { h => $h, log => "$log.log", err => "$log.err" };
+}
+
+# every call the clients made so far: {start, end, op, order, answer}
+sub calls
+{
+	my @calls;
+	for my $cl (@clients)
+	{
+		next unless -e $cl->{log};
+		for (slurp_file($cl->{log}) =~ /^([^\n]*)\n/mg)
+		{
+			my %c;
+			@c{qw(start end op order answer)} = split /\t/, $_, 5;
+			push @calls, \%c;
+		}
+	}
+	return @calls;
+}
+sub acks
+{
+	my ($pred) = @_;
+	return scalar grep { $_->{answer} eq 'ok' && $pred->($_) } calls();
+}
+
+ok(wait_until($DEADLINE, sub { acks(sub { 1 }) >= 300 }),
+	'the load runs: 300 calls acknowledged through the router');
+
+# --- a node of a rich bucket killed under the load ---------------------------------
+
+my $victim  = $rich0;
+my $t_kill  = time;
+my $fell_before = node_sql($rich1,
+	"SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'inventory:transfer:$rich1:%' AND batch_id = 1");
+kill9($victim);
+is(shop("SELECT string_agg(part::text, ',') FROM inventory.nodes WHERE NOT reachable"), $victim,
+	"inventory.nodes: node $victim does not answer");
+# the outage itself
+my $left = $t_kill + $OUTAGE - time;
+usleep($left * 1_000_000) if $left > 0;
+my $fell_during = node_sql($rich1,
+	"SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'inventory:transfer:$rich1:%' AND batch_id = 1")
+  - $fell_before;
+ok($nodes[$victim]->start(fail_ok => 1), "node $victim starts again, after $OUTAGE s down");
+my $t_back = time;
+
+my $after_back = sub { $_[0]{start} >= $t_back };
+ok(wait_until($DEADLINE, sub { acks(sub { $after_back->($_[0]) && $home{ $_[0]{order} } == $victim }) >= 40 }),
+	"node $victim back: the orders of its bucket are served again (40 calls acknowledged)");
+ok(wait_until($DEADLINE, sub { acks($after_back) >= 600 }),
+	"the load goes on: 600 calls acknowledged since node $victim is back");
+
+open my $fh, '>', $stop or die "$stop: $!";
+close $fh;
+my @unclean = grep { !$clients[$_]{h}->finish } 0 .. $#clients;
+is(scalar @unclean, 0, "the $CLIENTS clients stop when told and exit cleanly")
+  or diag join "\n", map { "client c" . ($_ + 1) . ': ' . slurp_file($clients[$_]{err}) } @unclean;
+
+my @calls = calls();
+my $in_outage = sub { $_[0]{start} < $t_back && $_[0]{end} > $t_kill };
+my $error = sub { $_[0]{answer} =~ /^error / };
+my $up = sub { $home{ $_[0]{order} } != $victim };
+sub show { return join "\n", map { join ' ', @{$_}{qw(op order answer)} } @_[ 0 .. ($#_ < 4 ? $#_ : 4) ]; }
+note(scalar(@calls) . ' calls, ' . scalar(grep { $in_outage->($_) } @calls) . ' during the outage');
+
+my @false_short = grep { $_->{op} eq 'reserve' && $_->{answer} eq 'insufficient' } @calls;
+is(scalar @false_short, 0, 'no reserve answered insufficient (the SKU never ran out)') or diag show(@false_short);
+my @up_failed = grep { $up->($_) && $error->($_) } @calls;
+is(scalar @up_failed, 0, 'the orders whose bucket is on a node that was up: no reserve, confirm or cancel failed')
+  or diag show(@up_failed);
+my @served = grep { $in_outage->($_) && $up->($_) && $_->{answer} eq 'ok' } @calls;
+ok(@served >= 50, 'and they were served during the outage (' . scalar(@served) . ' calls acknowledged)');
+ok($fell_during > 0, "fall-throughs went on during the outage, from the other rich bucket ($fell_during transfers)");
+my @down_failed = grep { !$up->($_) && $in_outage->($_) && $error->($_) } @calls;
+ok(@down_failed > 0, "the orders of node $victim\'s bucket failed while it was down (" . scalar(@down_failed) . ' calls)');
+my @unnamed = grep { $error->($_) && $_->{answer} !~ /\[inv_p$victim\]/ } @calls;
+is(scalar @unnamed, 0, "every call that failed failed with an error naming [inv_p$victim]") or diag show(@unnamed);
+my @outside = grep { !$in_outage->($_) && $error->($_) } @calls;
+is(scalar @outside, 0, 'no call failed before the kill or once the node was back') or diag show(@outside);
+
+# the clients' orders in the ledgers: order => ["partition state", ...]
+my %rows;
+for my $p (0 .. $NPARTS - 1)
+{
+	for (split /\n/, node_sql($p,
+		"SELECT order_id || '|' || state FROM inventory.ledger WHERE sku = '$SKU' AND kind = 'reserve' AND order_id LIKE 'c%-%' AND batch_id = 1"))
+	{
+		my ($o, $state) = split /\|/;
+		push @{ $rows{$o} }, "$p $state";
+	}
+}
+for my $op ([ 'confirm', 'CONFIRMED' ], [ 'cancel', 'CANCELLED' ])
+{
+	my @acked = grep { $_->{op} eq $op->[0] && $_->{answer} eq 'ok' } @calls;
+	my @wrong = grep {
+		my $r = $rows{ $_->{order} } // [];
+		!(@$r == 1 && $r->[0] eq "$home{ $_->{order} } $op->[1]")
+	} @acked;
+	is(scalar @wrong, 0, 'each of the ' . scalar(@acked) . " $op->[0]s acknowledged is in exactly one node's ledger, $op->[1], in its bucket")
+	  or diag join "\n", map { "$_->{order}: " . join(', ', @{ $rows{ $_->{order} } // [] }) } @wrong[ 0 .. ($#wrong < 4 ? $#wrong : 4) ];
+}
+my @reserved = grep { $_->{op} eq 'reserve' && $_->{answer} eq 'ok' } @calls;
+my @astray = grep { my $r = $rows{ $_->{order} } // []; !(@$r == 1 && $r->[0] =~ /^$home{ $_->{order} } /) } @reserved;
+is(scalar @astray, 0, 'each of the ' . scalar(@reserved) . ' reservations acknowledged is once in the cluster, in its bucket')
+  or diag join "\n", map { $_->{order} } @astray[ 0 .. ($#astray < 4 ? $#astray : 4) ];
+# Units of a transfer cut by the kill stay in transit until a fall-through
+# restocks them: ordinary reserves of a poor bucket, each in a session of
+# its own, until nothing is in transit (at once if nothing was cut).
+my @drive = orders_on($poor1, 200, 'drive-');
+my @driven;
+ok(wait_until($DEADLINE, sub {
+		return 1 if shop($in_transit_sql) eq '0 0';
+		my $o = shift @drive;
+		push @driven, shop("SELECT status FROM inventory.reserve('$SKU', 1, '$o', ttl => '1 hour')") if defined $o;
+		return 0;
+	}),
+	'the load stopped: nothing is in transit or unknown, without rebalance, split or merge ('
+	  . scalar(@driven) . ' reserves made for it)');
+is(join(' ', uniq 'ok', @driven), 'ok', 'those reserves are served');
+
+# --- kill -9 while the router restocks a fall-through's units ----------------------
+
+# P: the node of a poor bucket, its bucket empty, so that an order of it
+# falls through; the router's restock on P waits for a lock on the SKU's
+# row that a session of P holds, and P is killed then
+my $P = $poor0;
+node_sql($P, "SELECT inventory.withdraw('$SKU', inventory.available('$SKU'), 'drain-held') WHERE inventory.available('$SKU') > 0");
+is(node_sql($P, "SELECT inventory.available('$SKU')"), '0', "node $P: its bucket is empty");
+my ($held, $second) = orders_on($P, 2, 'held-');
+my $lock = psql_session($nodes[$P], $DEADLINE, 0, "inv_p$P");
+$lock->{in} .= "BEGIN;\nSELECT sku FROM inventory.sku WHERE sku = '$SKU' FOR UPDATE;\n";
+wait_said($lock, qr/^$SKU$/m);
+my $buyer = psql_session($router, 2 * $DEADLINE, 0, 'shop');
+$buyer->{in} .= "SET inventory_router.short_recheck = '1 hour';\n"
+  . "SELECT status FROM inventory.reserve('$SKU', 1, '$held', ttl => '1 hour');\n\\echo held-answered\n";
+ok(wait_until($DEADLINE, sub {
+		$buyer->{run}->pump_nb;
+		node_sql($P, "SELECT count(*) FROM pg_stat_activity WHERE datname = 'inv_p$P' AND application_name = 'inventory_router' AND wait_event_type = 'Lock'") > 0 }),
+	"a reserve of P's bucket falls through: the router's restock on node $P waits on the lock");
+kill9($P);
+$lock->{run}->kill_kill;
+wait_said($buyer, qr/^held-answered$/m);
+like($buyer->{err}, qr/ERROR:[^\n]*\[inv_p$P\]/, "the reserve fails with the error of node $P, naming [inv_p$P]");
+unlike($buyer->{out}, qr/^(insufficient|ok)$/m, 'it does not answer insufficient');
+is(shop("SELECT string_agg(part::text, ',') FROM inventory.nodes WHERE NOT reachable"), $P,
+	"inventory.nodes: node $P does not answer");
+ok(shop("SELECT sum(in_transit) + sum(transit_unknown) FROM inventory.nodes WHERE reachable") > 0,
+	'and shows units in transit toward it, or not known');
+ok($nodes[$P]->start(fail_ok => 1), "node $P starts again");
+
+my $open_sql = qq{
+WITH t AS MATERIALIZED (SELECT * FROM inventory._transfer_rows(ARRAY[0, 1, 2, 3]) WHERE sku = '$SKU')
+SELECT w.order_id || '|' || w.qty FROM t w
+ WHERE w.batch_id = 1 AND NOT EXISTS (SELECT FROM t r WHERE r.order_id = w.order_id AND r.batch_id = 2)};
+my @open = map { [ split /\|/ ] } split /\n/, shop($open_sql);
+is(scalar(@open) . ' ' . sum0(map { $_->[1] } @open), '1 1',
+	'the reserve stopped at the failure: one transfer open, of 1 unit');
+like($open[0][0] // '', qr/^inventory:transfer:\d+:$P:/, "toward node $P");
+is(shop($in_transit_sql), '1 0', "node $P back: inventory.nodes shows that unit in transit");
+
+$buyer->{in} .= "SELECT status FROM inventory.reserve('$SKU', 1, '$second', ttl => '1 hour');\n\\echo second-answered\n";
+wait_said($buyer, qr/^second-answered$/m);
+like($buyer->{out}, qr/^ok\nsecond-answered$/m,
+	'the session whose reserve failed (short_recheck 1 hour) serves the next order of the bucket: the failure did not mark the SKU short');
+$buyer->{in} .= "\\q\n";
+$buyer->{run}->finish;
+
+# ordinary reserves of P's bucket, each in a session of its own, until
+# nothing is in transit
+my @after = orders_on($P, 200, 'after-');
+my @answers;
+ok(wait_until($DEADLINE, sub {
+		my $o = shift @after;
+		return 0 unless defined $o;
+		push @answers, shop("SELECT status FROM inventory.reserve('$SKU', 1, '$o', ttl => '1 hour')");
+		return shop($in_transit_sql) eq '0 0';
+	}),
+	'reserves that fall through finish the open transfer by themselves: nothing in transit or unknown ('
+	  . scalar(@answers) . ' reserves; no rebalance, split or merge)');
+is(join(' ', uniq @answers), 'ok', 'those reserves are served');
+is(node_sql($P, "SELECT count(*) || ' ' || coalesce(sum(qty), 0) FROM inventory.ledger WHERE order_id = '"
+	  . ($open[0][0] // '') . "' AND batch_id = 2 AND kind = 'restock'"),
+	'1 1', "node $P has the transfer's restock, batch 2, under its key");
+
+# --- what the cluster holds ---------------------------------------------------------
+
+my ($confirmed, $pending, $holds, $withdrawn) = (0, 0, 0, 0);
+for my $p (0 .. $NPARTS - 1)
+{
+	my ($c, $pe, $h, $w) = split /\|/, node_sql($p, qq{
+SELECT coalesce(sum(qty) FILTER (WHERE kind = 'reserve' AND state = 'CONFIRMED'), 0),
+       coalesce(sum(qty) FILTER (WHERE kind = 'reserve' AND state = 'PENDING'), 0),
+       count(*) FILTER (WHERE kind = 'reserve' AND state = 'PENDING'),
+       coalesce(sum(qty) FILTER (WHERE order_id LIKE 'drain-%'), 0)
+  FROM inventory.ledger WHERE sku = '$SKU'});
+	$confirmed += $c;
+	$pending   += $pe;
+	$holds     += $h;
+	$withdrawn += $w;
+}
+is(shop("SELECT on_hand FROM inventory.stock WHERE sku = '$SKU'"), $STOCK - $withdrawn - $confirmed,
+	"units conserved: $STOCK stocked = on hand + $confirmed confirmed + $withdrawn withdrawn, over the buckets");
+is(shop("SELECT reserved FROM inventory.stock WHERE sku = '$SKU'") . ' ' . shop('SELECT sum(holds) FROM inventory.nodes'),
+	"$pending $holds", "reserved units = the $holds PENDING reservations' holds");
+is(shop($in_transit_sql), '0 0', 'nothing in transit or unknown');
+is(shop('SELECT count(*) FROM inventory.verify()'), '0', 'verify() through the router: empty');
+is(join(' ', map { node_sql($_, 'SELECT count(*) FROM inventory.verify()') } 0 .. $NPARTS - 1),
+	join(' ', ('0') x $NPARTS), 'verify() on each node: empty');
+
+done_testing();
