@@ -17,7 +17,7 @@ INV_PGBIN=/usr/lib/postgresql/15/bin
 INV_PACKAGES=(postgresql-15 postgresql-client-15 postgresql-server-dev-15
 	postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
 	libipc-run-perl postgresql-15-plproxy postgresql-15-wal2json pgbouncer gdb make gcc
-	prometheus-postgres-exporter prometheus pgbackrest python3)
+	prometheus-postgres-exporter prometheus pgbackrest python3 python3-psycopg)
 
 inv_log() { printf '== %s\n' "$*" >&2; }
 inv_die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -17,11 +17,13 @@
 #     back, ordinary reserves that fall through restock them by their key
 #     -- no rebalance, split or merge -- and the session that failed does
 #     not take the SKU for short;
-#   * afterwards: every confirm and cancel a client saw acknowledged is in
-#     exactly one node's ledger, in its state, every reservation in its
-#     bucket; units are conserved (stocked = on hand + confirmed +
-#     withdrawn, reserved = PENDING holds); nothing is in transit;
-#     verify() is empty on every node.
+#   * afterwards: the reserves that failed, retried with their keys, answer
+#     ok or duplicate (one cut by the kill may have committed); every
+#     confirm and cancel a client saw acknowledged is in exactly one node's
+#     ledger, in its state, every reservation in its bucket; units are
+#     conserved (stocked = on hand + confirmed + withdrawn, reserved =
+#     PENDING holds); nothing is in transit; verify() is empty on every
+#     node.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -43,6 +45,12 @@ my $DEADLINE = 30;        # seconds, for every wait of this test
 my $SKU      = 'KILL';
 my $STOCK    = 200_000;
 my $POOR     = 2;         # units left in each poor bucket
+
+# the clients are Python, with psycopg 3 (Debian: python3-psycopg, for the
+# system's interpreter)
+my $python = '/usr/bin/python3';
+ok(system($python, '-c', 'import psycopg') == 0, 'psycopg 3 is installed')
+  or BAIL_OUT('psycopg 3 is not installed (Debian: python3-psycopg)');
 
 my @nodes  = start_nodes($NPARTS);
 my $router = start_router(\@nodes);
@@ -115,9 +123,8 @@ my @clients;
 for my $c (1 .. $CLIENTS)
 {
 	my $log = "$PostgreSQL::Test::Utils::log_path/036_client_c$c";
-	# the interpreter Debian's python3-psycopg is for
 	my $h = IPC::Run::start(
-		[ '/usr/bin/python3', "$FindBin::Bin/lib/router_load.py", $router->connstr('shop'), $SKU,
+		[ $python, "$FindBin::Bin/lib/router_load.py", $router->connstr('shop'), $SKU,
 		  "c$c", $ORDERS, "$log.log", $stop ],
 		'<', '/dev/null', '>', "$log.out", '2>', "$log.err",
 		IPC::Run::timeout(180));
@@ -201,6 +208,19 @@ is(scalar @unnamed, 0, "every call that failed failed with an error naming [inv_
 my @outside = grep { !$in_outage->($_) && $error->($_) } @calls;
 is(scalar @outside, 0, 'no call failed before the kill or once the node was back') or diag show(@outside);
 
+# The reserves that failed, retried with their keys now that every node
+# answers: a reserve cut by the kill may have committed before its answer
+# was lost (duplicate), the others had done nothing (ok).
+my @failed = uniq map { $_->{order} } grep { $_->{op} eq 'reserve' && $error->($_) } @calls;
+my %retried = @failed ? (map { split / / } split /\n/, shop(
+	"SELECT o || ' ' || r.status FROM unnest(ARRAY['" . join("','", @failed) . "']) o, inventory.reserve('$SKU', 1, o, ttl => '1 hour') r"))
+  : ();
+my %answers;
+$answers{$_}++ for values %retried;
+is(join(' ', grep { !/^(ok|duplicate)$/ } sort keys %answers), '',
+	'the ' . scalar(@failed) . ' reserves that failed, retried with their keys: each answers ok or duplicate ('
+	  . join(', ', map { "$answers{$_} $_" } sort keys %answers) . ')');
+
 # the clients' orders in the ledgers: order => ["partition state", ...]
 my %rows;
 for my $p (0 .. $NPARTS - 1)
@@ -222,10 +242,10 @@ for my $op ([ 'confirm', 'CONFIRMED' ], [ 'cancel', 'CANCELLED' ])
 	is(scalar @wrong, 0, 'each of the ' . scalar(@acked) . " $op->[0]s acknowledged is in exactly one node's ledger, $op->[1], in its bucket")
 	  or diag join "\n", map { "$_->{order}: " . join(', ', @{ $rows{ $_->{order} } // [] }) } @wrong[ 0 .. ($#wrong < 4 ? $#wrong : 4) ];
 }
-my @reserved = grep { $_->{op} eq 'reserve' && $_->{answer} eq 'ok' } @calls;
-my @astray = grep { my $r = $rows{ $_->{order} } // []; !(@$r == 1 && $r->[0] =~ /^$home{ $_->{order} } /) } @reserved;
-is(scalar @astray, 0, 'each of the ' . scalar(@reserved) . ' reservations acknowledged is once in the cluster, in its bucket')
-  or diag join "\n", map { $_->{order} } @astray[ 0 .. ($#astray < 4 ? $#astray : 4) ];
+my @reserved = ((map { $_->{order} } grep { $_->{op} eq 'reserve' && $_->{answer} eq 'ok' } @calls), @failed);
+my @astray = grep { my $r = $rows{$_} // []; !(@$r == 1 && $r->[0] =~ /^$home{$_} /) } @reserved;
+is(scalar @astray, 0, 'each of the ' . scalar(@reserved) . ' reservations acknowledged or retried is once in the cluster, in its bucket')
+  or diag join "\n", map { "$_: " . join(', ', @{ $rows{$_} // [] }) } @astray[ 0 .. ($#astray < 4 ? $#astray : 4) ];
 # Units of a transfer cut by the kill stay in transit until a fall-through
 # restocks them: ordinary reserves of a poor bucket, each in a session of
 # its own, until nothing is in transit (at once if nothing was cut).
