@@ -569,8 +569,9 @@ COMMENT ON FUNCTION inventory._top_up(text, integer, bigint) IS
 	'move units of a split SKU into one of its buckets from the others, in their fixed order; the units moved, NULL when none and a bucket did not answer';
 
 -- A reserve of a split SKU: in the bucket of its key; when that bucket is
--- short, units move into it and the reserve is made there again.  Found
--- short only when every bucket answered.
+-- short, units move into it and the reserve is made there again, until it
+-- is served or the other buckets have none to give.  Found short only when
+-- every bucket answered.
 CREATE OR REPLACE FUNCTION inventory._reserve_split(sku text, qty bigint, order_id text, batch_id integer,
 													ttl interval, expected_version bigint, buyer_id text,
 													parts integer[])
@@ -607,8 +608,11 @@ BEGIN
 		RETURN r;
 	END IF;
 	-- falling through: each round moves what is missing, until the bucket
-	-- serves the call or no other bucket has units to give
-	FOR attempt IN 1 .. pg_catalog.cardinality(parts) LOOP
+	-- serves the call or no other bucket has units to give.  Another
+	-- reserve of the bucket may take the units moved in before this one
+	-- does; then the next round moves more.  Each round moves at least one
+	-- unit out of the other buckets, so the rounds end.
+	LOOP
 		moved := inventory._top_up(_reserve_split.sku, home,
 								   _reserve_split.qty - greatest(coalesce(r.available, 0), 0));
 		IF moved IS NULL THEN

@@ -5,7 +5,8 @@
 #   * a reservation lives in the bucket of its order (of its buyer), a retry
 #     finds it there -- also after the buckets changed -- and a short bucket
 #     takes units from the others, so that a call is insufficient only when
-#     no bucket can serve it;
+#     no bucket can serve it, also when 16 sessions fall through into one
+#     bucket at once;
 #   * a buyer with a limit on a split SKU, racing from many sessions, gets
 #     exactly the limit;
 #   * 64 clients through the router racing for a split hot SKU and for
@@ -223,6 +224,27 @@ is(join(' ', map { node_sql($_, "SELECT coalesce(sum(qty), 0) FROM inventory.led
 is(shop("SELECT r.status FROM inventory.reserve('LIM', 1, 'lim-x', buyer_id => 'buyer-1') r"), 'limit_exceeded',
 	'a fourth: limit_exceeded');
 shop("SELECT count(*) FROM inventory.rebalance('LIM')");
+
+# --- an empty bucket, 16 sessions of its orders at once ---------------------------
+
+# Each falls through; the units moved in for one may be taken by another
+# first, and then it moves more: none answers insufficient while the other
+# buckets hold units.
+shop("SELECT inventory.restock('CROWD', 100000, 'in-crowd')");
+shop("SELECT count(*) FROM inventory.split('CROWD', 4)");
+my $cp = (split /,/, shop("SELECT array_to_string(parts, ',') FROM inventory.buckets WHERE sku = 'CROWD'"))[2];
+node_sql($cp, "SELECT inventory.withdraw('CROWD', inventory.available('CROWD'), 'drain-crowd')");
+$router->pgbench(
+	'--no-vacuum --client=16 --jobs=2 --transactions=40 -M prepared',
+	0,
+	[qr{processed: 640/640}],
+	[qr{^$}],
+	'16 sessions reserve 640 orders of the empty bucket',
+	{ 'crowd' => "\\set n random(1, 9000000000000000000)\n"
+		  . "SELECT (inventory.reserve('CROWD', 1, x.o)).status FROM (SELECT 'crowd-' || :n || '-' || g AS o FROM generate_series(1, 64) g, inventory.buckets b WHERE b.sku = 'CROWD' AND inventory._home(b.parts, 'crowd-' || :n || '-' || g) = $cp LIMIT 1) x;\n" },
+	'shop');
+is(join(' ', map { node_sql($_, "SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'crowd-%'") } 0 .. 3),
+	join(' ', map { $_ == $cp ? 640 : 0 } 0 .. 3), 'every one of them is reserved, in that bucket: none was refused');
 
 # --- 64 clients, while the buckets change -----------------------------------------
 
