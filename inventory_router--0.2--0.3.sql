@@ -65,9 +65,9 @@ TO inventory_app;
 -- anywhere.  Orders (confirm_order, cancel_order) likewise: the
 -- partitions holding lines of the order, found first.
 
--- Those of the partitions that hold the key (batch_id NULL: any line of
--- the order; sku NULL: of any SKU).
-CREATE OR REPLACE FUNCTION inventory._key_at(parts integer[], key_order text, key_batch integer, key_sku text)
+-- Those of the partitions that hold a reservation under the key (batch_id
+-- NULL: any line of the order; sku NULL: of any SKU).
+CREATE FUNCTION inventory._reservation_at(parts integer[], key_order text, key_batch integer, key_sku text)
 	RETURNS SETOF integer
 	LANGUAGE plproxy
 	AS $$
@@ -78,13 +78,14 @@ CREATE OR REPLACE FUNCTION inventory._key_at(parts integer[], key_order text, ke
 	 WHERE EXISTS (SELECT FROM inventory.ledger l
 					WHERE l.order_id = key_order
 					  AND (key_batch IS NULL OR l.batch_id = key_batch)
-					  AND (key_sku IS NULL OR l.sku = key_sku));
+					  AND (key_sku IS NULL OR l.sku = key_sku)
+					  AND l.kind = 'reserve');
 $$;
-COMMENT ON FUNCTION inventory._key_at(integer[], text, integer, text) IS
-	'those of the partitions that hold the key (batch NULL: any line of the order; sku NULL: any SKU)';
+COMMENT ON FUNCTION inventory._reservation_at(integer[], text, integer, text) IS
+	'those of the partitions that hold a reservation under the key (batch NULL: any line of the order; sku NULL: any SKU)';
 
--- Where a key is: the partitions that hold it; when some could not be
--- asked, the first of them with its error.  Asked all at once, then one by
+-- Where a reservation is: the partitions that hold it; when some could
+-- not be asked, the first of them with its error.  Asked all at once, then one by
 -- one when one of them fails.
 CREATE FUNCTION inventory._key_where(parts integer[], key_order text, key_batch integer, key_sku text,
 									 OUT holders integer[], OUT down integer,
@@ -95,7 +96,7 @@ DECLARE
 	p integer;
 BEGIN
 	BEGIN
-		holders := ARRAY(SELECT h FROM inventory._key_at(parts, key_order, key_batch, key_sku) h ORDER BY 1);
+		holders := ARRAY(SELECT h FROM inventory._reservation_at(parts, key_order, key_batch, key_sku) h ORDER BY 1);
 		RETURN;
 	EXCEPTION WHEN OTHERS THEN
 		holders := '{}';
@@ -103,7 +104,7 @@ BEGIN
 	FOREACH p IN ARRAY parts LOOP
 		BEGIN
 			holders := holders OPERATOR(pg_catalog.||)
-				ARRAY(SELECT inventory._key_at(ARRAY[p], key_order, key_batch, key_sku));
+				ARRAY(SELECT inventory._reservation_at(ARRAY[p], key_order, key_batch, key_sku));
 		EXCEPTION WHEN OTHERS THEN
 			IF down IS NULL THEN
 				down := p;
@@ -114,7 +115,19 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION inventory._key_where(integer[], text, integer, text) IS
-	'the partitions that hold a key, and the first that could not be asked, with its error';
+	'the partitions that hold a reservation under a key, and the first that could not be asked, with its error';
+
+-- Every partition a bucket of the SKU is or was on, its own included.
+CREATE FUNCTION inventory._parts_of(sku text) RETURNS integer[]
+	LANGUAGE sql STABLE
+	AS $$
+	SELECT ARRAY(SELECT DISTINCT p
+				   FROM pg_catalog.unnest(inventory._sku_parts($1)
+										  OPERATOR(pg_catalog.||) inventory.partition_of($1)) p
+				  ORDER BY 1)
+$$;
+COMMENT ON FUNCTION inventory._parts_of(text) IS
+	'the partitions of a SKU: its own, and those of the buckets of its kept layouts';
 
 -- Every partition, for a call without a SKU.
 CREATE FUNCTION inventory._every_part() RETURNS integer[]
@@ -137,8 +150,10 @@ BEGIN
 	IF _key_home.order_id IS NULL OR _key_home.batch_id IS NULL THEN
 		PERFORM inventory._null_argument(CASE WHEN _key_home.order_id IS NULL THEN 'order_id' ELSE 'batch_id' END);
 	END IF;
+	-- a merge may have forgotten the SKU's layouts since the caller looked
 	SELECT * INTO w FROM inventory._key_where(
-		CASE WHEN _key_home.sku IS NULL THEN inventory._every_part() ELSE inventory._sku_parts(_key_home.sku) END,
+		CASE WHEN _key_home.sku IS NULL THEN inventory._every_part()
+			 ELSE inventory._parts_of(_key_home.sku) END,
 		_key_home.order_id, _key_home.batch_id, _key_home.sku);
 	IF pg_catalog.cardinality(w.holders) > 1 THEN
 		RAISE EXCEPTION 'key (%, %) is known on % partitions', order_id, batch_id,
@@ -272,7 +287,7 @@ BEGIN
 					  DETAIL = CASE WHEN k = 1
 						THEN pg_catalog.format('The %s of order "%s" was done nowhere.', op || '_order',
 											   _settle_order.order_id)
-						ELSE pg_catalog.format('The %s of order "%s" was done on partitions %s, and not on partitions %s.',
+						ELSE pg_catalog.format('The %s of order "%s" was done on partitions %s; on partitions %s it may not have been done.',
 											   op || '_order', _settle_order.order_id,
 											   pg_catalog.array_to_string(w.holders[1:k - 1], ', '),
 											   pg_catalog.array_to_string(w.holders[k:], ', ')) END,
@@ -319,6 +334,8 @@ DROP FUNCTION inventory._confirm_order_all(text);
 DROP FUNCTION inventory._cancel_order_all(text);
 
 REVOKE EXECUTE ON FUNCTION
+	inventory._reservation_at(integer[], text, integer, text),
+	inventory._parts_of(text),
 	inventory._key_where(integer[], text, integer, text),
 	inventory._every_part(),
 	inventory._key_home(text, text, integer, text),
@@ -327,6 +344,8 @@ REVOKE EXECUTE ON FUNCTION
 	inventory._settle_order(text, text)
 FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
+	inventory._reservation_at(integer[], text, integer, text),
+	inventory._parts_of(text),
 	inventory._key_where(integer[], text, integer, text),
 	inventory._every_part(),
 	inventory._key_home(text, text, integer, text),
@@ -341,10 +360,46 @@ TO inventory_app;
 -- partition committed it is not always known (a connection lost after the
 -- query was sent), so the units are never put back on the giving side:
 -- they are restocked on the receiving side by their key, which is safe
--- whatever happened there, by the next fall-through of any split SKU that
--- checks (inventory_router.transfer_recheck), or by rebalance().  A
--- fall-through whose receiving partition fails stops there and raises its
--- error; one whose giving partition fails asks the next.
+-- whatever happened there, by a later fall-through of the same SKU (at
+-- most once per inventory_router.transfer_recheck in a session), or by
+-- split, merge and rebalance.  A fall-through whose receiving partition
+-- fails stops there and raises its error; one whose giving partition
+-- fails asks the next.
+
+-- The movements of transfers: only withdraws (batch 1) and restocks
+-- (batch 2) under a key of the router's own form, so that no reservation
+-- or other movement under a look-alike key is ever taken for one.
+CREATE OR REPLACE FUNCTION inventory._transfer_rows(parts integer[])
+	RETURNS TABLE (order_id text, batch_id integer, sku text, qty bigint)
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	SPLIT parts;
+	RUN ON parts;
+	SELECT l.order_id, l.batch_id, l.sku, l.qty FROM inventory.ledger l
+	 WHERE l.order_id >= 'inventory:transfer:' AND l.order_id < 'inventory:transfer;'
+	   AND ((l.batch_id = 1 AND l.kind = 'withdraw') OR (l.batch_id = 2 AND l.kind = 'restock'))
+	   AND l.order_id ~ '^inventory:transfer:[0-9]{1,9}:[0-9]{1,9}:';
+$$;
+COMMENT ON FUNCTION inventory._transfer_rows(integer[]) IS
+	'the movements of transfers on the partitions';
+
+-- The same, of one SKU.
+CREATE FUNCTION inventory._transfer_rows_of(parts integer[], t_sku text)
+	RETURNS TABLE (order_id text, batch_id integer, sku text, qty bigint)
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	SPLIT parts;
+	RUN ON parts;
+	SELECT l.order_id, l.batch_id, l.sku, l.qty FROM inventory.ledger l
+	 WHERE l.order_id >= 'inventory:transfer:' AND l.order_id < 'inventory:transfer;'
+	   AND l.sku = t_sku
+	   AND ((l.batch_id = 1 AND l.kind = 'withdraw') OR (l.batch_id = 2 AND l.kind = 'restock'))
+	   AND l.order_id ~ '^inventory:transfer:[0-9]{1,9}:[0-9]{1,9}:';
+$$;
+COMMENT ON FUNCTION inventory._transfer_rows_of(integer[], text) IS
+	'the movements of a SKU''s transfers on the partitions';
 
 DROP FUNCTION inventory._transfer(text, integer, integer, bigint);
 
@@ -395,7 +450,7 @@ BEGIN
 		RAISE WARNING '% units of "%" are in transit from partition % to partition %',
 			_transfer.qty, _transfer.sku, from_part, to_part
 			USING DETAIL = pg_catalog.format('Withdrawn by key (%s, 1), not restocked: %s', key, failed_message),
-				  HINT = 'The next fall-through of a split SKU, or inventory.rebalance() of this one, restocks them.';
+				  HINT = 'A later fall-through of the SKU, or inventory.rebalance() of it, restocks them.';
 		RETURN 0;
 	END;
 	RETURN _transfer.qty;
@@ -404,88 +459,126 @@ $$;
 COMMENT ON FUNCTION inventory._transfer(text, integer, integer, bigint, boolean) IS
 	'move available units of a SKU between partitions by two keyed movements; the units moved';
 
--- Restocks, by their keys, the units of transfers that were withdrawn and
--- never restocked: of one SKU, or of every SKU when sku is NULL.  A
--- partition that does not answer is left for the next time, with the
--- transfers toward it; the units restocked.
-CREATE OR REPLACE FUNCTION inventory._finish_transfers(sku text) RETURNS bigint
+-- Restocks, by their keys, the units of a SKU's transfers that were
+-- withdrawn and never restocked, toward the partitions of its layouts;
+-- the units restocked.  Strict (split, merge, rebalance): a partition that
+-- does not answer, or a restock that fails, is an error.  Otherwise (a
+-- fall-through): they are left for the next time.
+DROP FUNCTION inventory._finish_transfers(text);
+CREATE FUNCTION inventory._finish_transfers(sku text, strict boolean DEFAULT true) RETURNS bigint
 	LANGUAGE plpgsql
 	AS $$
 DECLARE
-	every integer[] := inventory._every_part();
+	parts integer[] := inventory._parts_of(_finish_transfers.sku);
 	asked integer[] := '{}';
 	p integer;
-	o text[];
-	b integer[];
-	s text[];
-	q bigint[];
+	o text[] := '{}';
+	b integer[] := '{}';
+	q bigint[] := '{}';
 	t record;
 	rules record;
-	rules_sku text;
 	done bigint := 0;
 BEGIN
-	BEGIN
-		SELECT pg_catalog.array_agg(r.order_id), pg_catalog.array_agg(r.batch_id),
-			   pg_catalog.array_agg(r.sku), pg_catalog.array_agg(r.qty)
-		  INTO o, b, s, q
-		  FROM inventory._transfer_rows(every) r
-		 WHERE _finish_transfers.sku IS NULL OR r.sku = _finish_transfers.sku;
-		asked := every;
-	EXCEPTION WHEN OTHERS THEN
-		FOREACH p IN ARRAY every LOOP
+	IF strict THEN
+		SELECT pg_catalog.array_agg(r.order_id), pg_catalog.array_agg(r.batch_id), pg_catalog.array_agg(r.qty)
+		  INTO o, b, q
+		  FROM inventory._transfer_rows_of(parts, _finish_transfers.sku) r;
+		asked := parts;
+	ELSE
+		FOREACH p IN ARRAY parts LOOP
 			BEGIN
-				SELECT o OPERATOR(pg_catalog.||) pg_catalog.array_agg(r.order_id),
-					   b OPERATOR(pg_catalog.||) pg_catalog.array_agg(r.batch_id),
-					   s OPERATOR(pg_catalog.||) pg_catalog.array_agg(r.sku),
-					   q OPERATOR(pg_catalog.||) pg_catalog.array_agg(r.qty)
-				  INTO o, b, s, q
-				  FROM inventory._transfer_rows(ARRAY[p]) r
-				 WHERE _finish_transfers.sku IS NULL OR r.sku = _finish_transfers.sku;
+				SELECT o OPERATOR(pg_catalog.||) coalesce(pg_catalog.array_agg(r.order_id), '{}'),
+					   b OPERATOR(pg_catalog.||) coalesce(pg_catalog.array_agg(r.batch_id), '{}'),
+					   q OPERATOR(pg_catalog.||) coalesce(pg_catalog.array_agg(r.qty), '{}')
+				  INTO o, b, q
+				  FROM inventory._transfer_rows_of(ARRAY[p], _finish_transfers.sku) r;
 				asked := asked OPERATOR(pg_catalog.||) p;
 			EXCEPTION WHEN OTHERS THEN
 				NULL;
 			END;
 		END LOOP;
-	END;
+	END IF;
 	-- a withdraw whose receiving partition answered without its restock
 	FOR t IN WITH x AS MATERIALIZED (
-				SELECT * FROM ROWS FROM (pg_catalog.unnest(o), pg_catalog.unnest(b),
-										 pg_catalog.unnest(s), pg_catalog.unnest(q))
-							  x(order_id, batch_id, sku, qty))
-			 SELECT w.order_id, w.sku, w.qty, pg_catalog.split_part(w.order_id, ':', 4)::integer AS target
+				SELECT * FROM ROWS FROM (pg_catalog.unnest(o), pg_catalog.unnest(b), pg_catalog.unnest(q))
+							  x(order_id, batch_id, qty))
+			 SELECT w.order_id, w.qty, pg_catalog.split_part(w.order_id, ':', 4)::integer AS target
 			   FROM x w
 			  WHERE w.batch_id = 1
 				AND pg_catalog.split_part(w.order_id, ':', 4)::integer = ANY (asked)
 				AND NOT EXISTS (SELECT FROM x r WHERE r.order_id = w.order_id AND r.batch_id = 2)
-			  ORDER BY w.sku, w.order_id
+			  ORDER BY w.order_id
 	LOOP
-		BEGIN
-			IF rules_sku IS DISTINCT FROM t.sku THEN
-				SELECT * INTO rules FROM inventory._rules_of(t.sku);
-				rules_sku := t.sku;
+		IF strict THEN
+			IF rules IS NULL THEN
+				SELECT * INTO rules FROM inventory._rules_of(_finish_transfers.sku);
 			END IF;
-			PERFORM inventory._restock_at(t.target, t.sku, t.qty, t.order_id,
+			PERFORM inventory._restock_at(t.target, _finish_transfers.sku, t.qty, t.order_id,
 										  rules.max_per_buyer, rules.sale_starts, rules.sale_ends);
 			done := done + t.qty;
-		EXCEPTION WHEN OTHERS THEN
-			-- failed meanwhile: the next time
-			rules_sku := NULL;
-		END;
+		ELSE
+			BEGIN
+				IF rules IS NULL THEN
+					SELECT * INTO rules FROM inventory._rules_of(_finish_transfers.sku);
+				END IF;
+				PERFORM inventory._restock_at(t.target, _finish_transfers.sku, t.qty, t.order_id,
+											  rules.max_per_buyer, rules.sale_starts, rules.sale_ends);
+				done := done + t.qty;
+			EXCEPTION WHEN OTHERS THEN
+				-- a partition failed meanwhile: the next time
+				NULL;
+			END;
+		END IF;
 	END LOOP;
 	RETURN done;
 END
 $$;
-COMMENT ON FUNCTION inventory._finish_transfers(text) IS
-	'restock by their keys the units in transit, of one SKU or of every SKU (NULL), on the partitions that answer; the units restocked';
+COMMENT ON FUNCTION inventory._finish_transfers(text, boolean) IS
+	'restock by their keys the units of a SKU in transit; the units restocked; strict: a partition that fails is an error, else skipped';
+
+-- The available units of a SKU on each of the partitions, in their order:
+-- asked at once, then one by one when one fails (NULL for those that do
+-- not answer, and *unknown set).
+CREATE FUNCTION inventory._available_each(parts integer[], a_sku text,
+										  OUT avail bigint[], OUT unknown boolean)
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	p integer;
+	a bigint;
+BEGIN
+	unknown := false;
+	BEGIN
+		avail := ARRAY(SELECT x.available FROM pg_catalog.unnest(parts) WITH ORDINALITY d(p, o)
+						 LEFT JOIN inventory._available_at(parts, a_sku) x ON x.part = d.p
+						ORDER BY d.o);
+		RETURN;
+	EXCEPTION WHEN OTHERS THEN
+		avail := '{}';
+	END;
+	FOREACH p IN ARRAY parts LOOP
+		BEGIN
+			a := (SELECT x.available FROM inventory._available_at(ARRAY[p], a_sku) x);
+		EXCEPTION WHEN OTHERS THEN
+			a := NULL;
+			unknown := true;
+		END;
+		avail := avail OPERATOR(pg_catalog.||) a;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION inventory._available_each(integer[], text) IS
+	'the available units of a SKU on each partition, NULL where it did not answer';
 
 -- Moves need units of a split SKU into the bucket on partition home from
 -- its other buckets, in their fixed order (the buckets after it, then
 -- partitions of former layouts), skipping those that do not answer; none
--- when they do not have that many together.  NULL when none moved and a
--- bucket did not answer: the SKU is not known to be short.  A failure of
--- home itself is raised.  First, at most once per
--- inventory_router.transfer_recheck in a session, the transfers left in
--- transit by failures are finished.
+-- when the buckets that answer do not have that many together.  NULL when
+-- none moved and a bucket did not answer: the SKU is not known to be
+-- short.  A failure of home itself is raised.  First, at most once per
+-- inventory_router.transfer_recheck in a session, the SKU's transfers left
+-- in transit by failures are finished; when that restocked units, they
+-- are the answer, and the caller tries its bucket again.
 -- Runs as the extension's owner: it only moves units between the buckets
 -- of a SKU, never out of it.
 CREATE OR REPLACE FUNCTION inventory._top_up(sku text, home integer, need bigint)
@@ -498,12 +591,12 @@ DECLARE
 	n integer;
 	i integer;
 	donors integer[];
-	avail bigint[];
+	each record;
 	d integer;
 	a bigint;
 	got bigint;
 	moved bigint := 0;
-	unknown boolean := false;
+	unknown boolean;
 	now_s float8 := date_part('epoch', clock_timestamp());
 BEGIN
 	IF cur IS NULL OR NOT (_top_up.home = ANY (cur)) THEN
@@ -513,7 +606,10 @@ BEGIN
 				+ date_part('epoch', coalesce(NULLIF(current_setting('inventory_router.transfer_recheck', true), '')::interval,
 											  interval '10 seconds')) THEN
 		PERFORM set_config('inventory_router.transfers_checked', now_s::text, false);
-		PERFORM inventory._finish_transfers(NULL);
+		moved := inventory._finish_transfers(_top_up.sku, false);
+		IF moved > 0 THEN
+			RETURN moved;
+		END IF;
 	END IF;
 	need := greatest(coalesce(need, 1), 1);
 	n := cardinality(cur);
@@ -524,40 +620,34 @@ BEGIN
 	IF cardinality(donors) = 0 THEN
 		RETURN 0;
 	END IF;
-	-- what each has, in one parallel call; one by one if a node fails
-	BEGIN
-		avail := ARRAY(SELECT a.available FROM unnest(donors) WITH ORDINALITY d(p, o)
-						 LEFT JOIN inventory._available_at(donors, _top_up.sku) a ON a.part = d.p
-						ORDER BY d.o);
-	EXCEPTION WHEN OTHERS THEN
-		avail := NULL;
-	END;
-	-- nothing moves for a call that all the buckets together cannot serve
-	IF (SELECT sum(greatest(x, 0)) FROM unnest(avail) x) < need THEN
-		RETURN 0;
+	SELECT * INTO each FROM inventory._available_each(donors, _top_up.sku);
+	unknown := each.unknown;
+	-- nothing moves for a call that the buckets that answer cannot serve
+	IF coalesce((SELECT sum(greatest(x, 0)) FROM unnest(each.avail) x), 0) < need THEN
+		RETURN CASE WHEN unknown THEN NULL ELSE 0 END;
 	END IF;
 	FOR k IN 1 .. cardinality(donors) LOOP
 		EXIT WHEN moved >= need;
 		d := donors[k];
-		IF avail IS NULL THEN
-			BEGIN
-				a := (SELECT x.available FROM inventory._available_at(ARRAY[d], _top_up.sku) x);
-			EXCEPTION WHEN OTHERS THEN
-				-- a bucket whose node does not answer: the next one
-				unknown := true;
-				CONTINUE;
-			END;
-		ELSE
-			a := avail[k];
-		END IF;
-		IF a > 0 THEN
+		a := each.avail[k];
+		-- a donor whose units others took meanwhile gives what it has left
+		FOR attempt IN 1 .. 3 LOOP
+			EXIT WHEN a IS NULL OR a <= 0;
 			got := inventory._transfer(_top_up.sku, d, _top_up.home, least(a, need - moved), true);
 			IF got IS NULL THEN
 				unknown := true;
-			ELSE
+				EXIT;
+			ELSIF got > 0 THEN
 				moved := moved + got;
+				EXIT;
 			END IF;
-		END IF;
+			BEGIN
+				a := (SELECT x.available FROM inventory._available_at(ARRAY[d], _top_up.sku) x);
+			EXCEPTION WHEN OTHERS THEN
+				unknown := true;
+				EXIT;
+			END;
+		END LOOP;
 	END LOOP;
 	IF moved = 0 AND unknown THEN
 		RETURN NULL;
@@ -607,12 +697,11 @@ BEGIN
 		   > pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) THEN
 		RETURN r;
 	END IF;
-	-- falling through: each round moves what is missing, until the bucket
+	-- Falling through: each round moves what is missing, until the bucket
 	-- serves the call or no other bucket has units to give.  Another
 	-- reserve of the bucket may take the units moved in before this one
-	-- does; then the next round moves more.  Each round moves at least one
-	-- unit out of the other buckets, so the rounds end.
-	LOOP
+	-- does; then the next round moves more, a bounded number of times.
+	FOR attempt IN 1 .. 4 * pg_catalog.cardinality(parts) LOOP
 		moved := inventory._top_up(_reserve_split.sku, home,
 								   _reserve_split.qty - greatest(coalesce(r.available, 0), 0));
 		IF moved IS NULL THEN
@@ -658,8 +747,18 @@ BEGIN
 END
 $$;
 
-REVOKE EXECUTE ON FUNCTION inventory._transfer(text, integer, integer, bigint, boolean) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION inventory._transfer(text, integer, integer, bigint, boolean) TO inventory_admin;
+REVOKE EXECUTE ON FUNCTION
+	inventory._transfer(text, integer, integer, bigint, boolean),
+	inventory._transfer_rows_of(integer[], text),
+	inventory._finish_transfers(text, boolean),
+	inventory._available_each(integer[], text)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+	inventory._transfer(text, integer, integer, bigint, boolean),
+	inventory._transfer_rows_of(integer[], text),
+	inventory._finish_transfers(text, boolean),
+	inventory._available_each(integer[], text)
+TO inventory_admin;
 
 -- inventory.nodes: units withdrawn toward a partition that could not be
 -- asked are not known to be in transit -- every past transfer into it
@@ -745,7 +844,7 @@ COMMENT ON COLUMN inventory.nodes.error IS 'why it did not; NULL when it did';
 COMMENT ON COLUMN inventory.nodes.skus IS 'SKUs of the partition';
 COMMENT ON COLUMN inventory.nodes.holds IS 'PENDING reservations of the partition';
 COMMENT ON COLUMN inventory.nodes.in_transit IS
-	'units withdrawn from the partition by a transfer between buckets and not yet restocked on the other side; the next fall-through of a split SKU, or rebalance() of the SKU, finishes it';
+	'units withdrawn from the partition by a transfer between buckets and not yet restocked on the other side; a later fall-through of the SKU, or rebalance() of it, finishes it';
 COMMENT ON COLUMN inventory.nodes.transit_unknown IS
 	'units withdrawn from the partition by transfers toward a partition that did not answer now: whether they arrived is not known until it does';
 

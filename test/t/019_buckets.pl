@@ -413,10 +413,20 @@ is(shop("SELECT r.status FROM inventory.reserve('RECV', 1, '$recv1') r"), 'ok',
 	'the retry: ok, the unit in transit restocked by the fall-through first');
 is(shop("SELECT sum(in_transit) || ' ' || sum(transit_unknown) FROM inventory.nodes"), '0 0',
 	'nothing is in transit, without a rebalance');
-is(node_sql($rp, $restocks_sql), $restocks + 2,
-	'the receiving bucket has both restocks since, each under its key');
+is(node_sql($rp, $restocks_sql), $restocks + 1,
+	'the receiving bucket has the transfer\'s restock, under its key, and no other: the unit that arrived served the retry');
 is(shop("SELECT on_hand || ' ' || reserved FROM inventory.stock WHERE sku = 'RECV'"), '30 1',
 	'units conserved: 40 restocked, 10 withdrawn, 1 reserved');
+# a reservation under a key of the transfers' form is not a transfer: a
+# fall-through never restocks its units
+my $forged = "inventory:transfer:$d0:$rp:00000000-0000-0000-0000-000000000000";
+is(shop("SELECT r.status FROM inventory.reserve('RECV', 1, '$forged', ttl => '1 hour') r"), 'ok',
+	'a reservation under a key of the transfers\' form');
+my $left = node_sql($rp, "SELECT inventory.available('RECV')");
+node_sql($rp, "SELECT inventory.withdraw('RECV', $left, 'empty-recv-2')") if $left > 0;
+is(shop("SELECT r.status FROM inventory.reserve('RECV', 1, '$recv2') r"), 'ok', 'another fall-through into the bucket');
+is(shop("SELECT on_hand || ' ' || reserved || ' ' || (SELECT sum(in_transit) FROM inventory.nodes) FROM inventory.stock WHERE sku = 'RECV'"),
+	(30 - $left) . ' 3 0', 'it restocked nothing for that reservation: units conserved, nothing in transit');
 
 # --- carts ---------------------------------------------------------------------
 
