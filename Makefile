@@ -16,6 +16,7 @@ OBJS = \
 	src/api/db_stats.o \
 	src/api/express_batch.o \
 	src/api/outcome.o \
+	src/api/reconciler_admin.o \
 	src/api/reserve_now.o \
 	src/api/restore_admin.o \
 	src/api/stats.o \
@@ -43,6 +44,8 @@ OBJS = \
 	src/tables/ledger_row.o \
 	src/tables/ledger_table.o \
 	src/tables/maintenance.o \
+	src/tables/reconcile.o \
+	src/tables/reconciler.o \
 	src/tables/restore_state.o \
 	src/tables/markers.o \
 	src/tables/sku_row.o \

@@ -237,3 +237,72 @@ COMMENT ON FUNCTION inventory.restore_abandon() IS
 
 REVOKE EXECUTE ON FUNCTION inventory.restore_finish(), inventory.restore_abandon() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.restore_finish(), inventory.restore_abandon() TO inventory_admin;
+
+------------------------------------------------------------------------------
+-- Asking before expiring: the reconciler
+------------------------------------------------------------------------------
+
+CREATE FUNCTION inventory.set_reconciler(fn regprocedure) RETURNS void
+	AS 'MODULE_PATHNAME', 'inventory_set_reconciler' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.set_reconciler(regprocedure) IS
+	'names the function (order_id text, batch_id integer) RETURNS text that the expiry asks about each overdue order: confirm, cancel, expire or wait; NULL removes it';
+REVOKE EXECUTE ON FUNCTION inventory.set_reconciler(regprocedure) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.set_reconciler(regprocedure) TO inventory_admin;
+
+CREATE TABLE inventory.reconcile_wait (
+	order_id text COLLATE "C" PRIMARY KEY,
+	asks integer NOT NULL,
+	first_asked timestamptz NOT NULL,
+	next_ask timestamptz NOT NULL,
+	last_answer text
+);
+COMMENT ON TABLE inventory.reconcile_wait IS
+	'the overdue orders whose reconciler answered wait, or could not be asked: when to ask again (not dumped)';
+COMMENT ON COLUMN inventory.reconcile_wait.order_id IS 'the order, whose overdue PENDING lines wait';
+COMMENT ON COLUMN inventory.reconcile_wait.asks IS 'asks so far; at inventory.reconcile_max_asks the order is expired';
+COMMENT ON COLUMN inventory.reconcile_wait.first_asked IS 'when it was first asked about';
+COMMENT ON COLUMN inventory.reconcile_wait.next_ask IS 'when it is asked again';
+COMMENT ON COLUMN inventory.reconcile_wait.last_answer IS 'wait, or why the last ask failed';
+REVOKE ALL ON inventory.reconcile_wait FROM PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON inventory.reconcile_wait TO inventory_admin;
+GRANT SELECT ON inventory.reconcile_wait TO inventory_monitor;
+
+CREATE VIEW inventory.reconcile_waiting AS
+SELECT w.order_id, pg_catalog.count(*) AS lines, pg_catalog.sum(l.qty)::bigint AS units,
+	   pg_catalog.min(l.expires_at) AS expires_at, w.asks, w.next_ask, w.last_answer
+  FROM inventory.reconcile_wait w
+  JOIN inventory.ledger l ON l.order_id OPERATOR(pg_catalog.=) w.order_id
+ WHERE l.state OPERATOR(pg_catalog.=) 'PENDING'
+ GROUP BY w.order_id, w.asks, w.next_ask, w.last_answer;
+COMMENT ON VIEW inventory.reconcile_waiting IS
+	'the overdue orders of this database that wait for their reconciler''s next ask, with the units they hold';
+COMMENT ON COLUMN inventory.reconcile_waiting.order_id IS 'the order';
+COMMENT ON COLUMN inventory.reconcile_waiting.lines IS 'its PENDING reservations';
+COMMENT ON COLUMN inventory.reconcile_waiting.units IS 'the units they hold';
+COMMENT ON COLUMN inventory.reconcile_waiting.expires_at IS 'when the first of them fell due';
+COMMENT ON COLUMN inventory.reconcile_waiting.asks IS 'asks so far; at inventory.reconcile_max_asks the order is expired';
+COMMENT ON COLUMN inventory.reconcile_waiting.next_ask IS 'when it is asked again';
+COMMENT ON COLUMN inventory.reconcile_waiting.last_answer IS 'wait, or why the last ask failed';
+REVOKE ALL ON inventory.reconcile_waiting FROM PUBLIC;
+GRANT SELECT ON inventory.reconcile_waiting TO inventory_admin, inventory_monitor;
+
+CREATE FUNCTION inventory.reconcile_stats(
+	OUT datname name, OUT confirmed bigint, OUT cancelled bigint, OUT expired bigint,
+	OUT waited bigint, OUT failed bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'inventory_reconcile_stats' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.reconcile_stats() IS
+	'what the reconcilers'' answers did to overdue reservations in every database the workers serve, since the server started';
+CREATE VIEW inventory.reconcile_stats AS SELECT * FROM inventory.reconcile_stats();
+COMMENT ON VIEW inventory.reconcile_stats IS
+	'what the reconcilers'' answers did to overdue reservations in every database the workers serve, since the server started';
+COMMENT ON COLUMN inventory.reconcile_stats.datname IS 'the database';
+COMMENT ON COLUMN inventory.reconcile_stats.confirmed IS 'overdue reservations confirmed: the application vouched for their payment';
+COMMENT ON COLUMN inventory.reconcile_stats.cancelled IS 'overdue reservations cancelled as it answered';
+COMMENT ON COLUMN inventory.reconcile_stats.expired IS 'overdue reservations expired: as it answered, or once asked enough';
+COMMENT ON COLUMN inventory.reconcile_stats.waited IS 'overdue reservations it answered wait for (once per ask)';
+COMMENT ON COLUMN inventory.reconcile_stats.failed IS 'overdue reservations it could not be asked about: an error, a timeout, no usable answer (once per ask)';
+REVOKE ALL ON inventory.reconcile_stats FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION inventory.reconcile_stats() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.reconcile_stats() TO inventory_admin, inventory_monitor;
+GRANT SELECT ON inventory.reconcile_stats TO inventory_admin, inventory_monitor;

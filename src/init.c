@@ -30,6 +30,7 @@
 #include "shmem/metrics.h"
 #include "shmem/pool.h"
 #include "tables/ledger_row.h"
+#include "tables/reconcile.h"
 #include "worker/launcher.h"
 #include "worker/worker.h"
 #include "xact/pending.h"
@@ -96,6 +97,7 @@ _PG_init(void)
 	PendingInit();
 	UtilityInit();
 	WorkerInit();
+	ReconcileInit();
 	MarkGUCPrefixReserved("inventory");
 
 	prev_shmem_request_hook = shmem_request_hook;

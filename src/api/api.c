@@ -41,10 +41,12 @@
 #include "shmem/cache.h"
 #include "shmem/escrow.h"
 #include "shmem/keyfilter.h"
+#include "shmem/pool.h"
 #include "tables/catalog.h"
 #include "tables/ledger_row.h"
 #include "tables/ledger_table.h"
 #include "tables/maintenance.h"
+#include "tables/reconcile.h"
 #include "tables/stmt.h"
 #include "types/state.h"
 #include "xact/pending.h"
@@ -85,6 +87,14 @@ static InvStmt extend_pending = {
 	" AND expires_at OPERATOR(pg_catalog.>) $3"
 	" RETURNING sku, qty, expires_at",
 	4, {TEXTOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+};
+
+/* a reservation past its expires_at, while a reconciler is set */
+static InvStmt confirm_late = {
+	"UPDATE inventory.ledger SET state = 'CONFIRMED' WHERE" KEY_IS
+	" AND expires_at OPERATOR(pg_catalog.<=) $3"
+	" RETURNING sku, qty, expires_at",
+	3, {TEXTOID, INT4OID, TIMESTAMPTZOID}
 };
 
 static InvStmt expire_one = {
@@ -313,11 +323,21 @@ inventory_reserve(PG_FUNCTION_ARGS)
  * Confirms, cancels or extends (to new_expires) the reservation under the
  * key, as of now, and fills *o with the outcome.
  */
+/* Does this database have a reconciler? */
+static bool
+ReconcilerSet(void)
+{
+	Reconciler	r;
+
+	return OidIsValid(InvGetCatalog()->reconcile_wait_rel) && ReconcilerFind(&r);
+}
+
 void
 SettleReservation(ReservationOp op, text *order_id, int32 batch_id,
 				  TimestampTz now, TimestampTz new_expires, Outcome *o)
 {
 	int			spi;
+	bool		late = false;	/* confirming past expires_at */
 
 	memset(o, 0, sizeof(Outcome));
 	LockKey(order_id, batch_id);
@@ -335,7 +355,7 @@ SettleReservation(ReservationOp op, text *order_id, int32 batch_id,
 			op == OP_CANCEL ? &cancel_pending : &extend_pending;
 
 		spi = InvSpiConnect();
-		if (InvStmtRun(stmt, values, NULL, false, 0) == 1)
+		if ((late ? RunLateConfirm(&confirm_late, values) : InvStmtRun(stmt, values, NULL, false, 0)) == 1)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[0];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
@@ -374,8 +394,17 @@ SettleReservation(ReservationOp op, text *order_id, int32 batch_id,
 			break;
 		}
 
-		/* an overdue reservation is expired now, as the worker would */
-		if (op != OP_CANCEL && m.expires_at <= now)
+		/*
+		 * An overdue reservation: with a reconciler, the application's own
+		 * late confirm is its answer (the units were never released);
+		 * otherwise it is expired now, as the worker would.
+		 */
+		if (op == OP_CONFIRM && m.expires_at <= now && !late && ReconcilerSet())
+		{
+			late = true;
+			continue;
+		}
+		if (op != OP_CANCEL && m.expires_at <= now && !late)
 		{
 			uint64		expired;
 
@@ -601,8 +630,18 @@ PG_FUNCTION_INFO_V1(inventory_expire);
 Datum
 inventory_expire(PG_FUNCTION_ARGS)
 {
+	Reconciler	r;
+	ReconcileCounts counts = {0};
+	bool		more;
+	int64		settled;
+
 	CheckWritable("inventory.expire()");
-	PG_RETURN_INT64(ExpireOverdue(ArgMaxRows(fcinfo, 0), NULL));
+	if (!ReconcilerFind(&r))
+		PG_RETURN_INT64(ExpireOverdue(ArgMaxRows(fcinfo, 0), NULL));
+	/* one round: the asks of one transaction are bounded */
+	settled = ReconcileOverdue(&r, ArgMaxRows(fcinfo, 0), &counts, &more);
+	PoolReconcileReport(&counts);
+	PG_RETURN_INT64(settled);
 }
 
 PG_FUNCTION_INFO_V1(inventory_fold);

@@ -7,6 +7,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "tcop/utility.h"
 #include "utils/array.h"
@@ -19,12 +20,33 @@
 #include "api/args.h"
 #include "inventory.h"
 #include "tables/ledger_row.h"
+#include "tables/reconciler.h"
 
 void
 CheckWritable(const char *call)
 {
+	ReconcilerRefuse();
 	PreventCommandIfReadOnly(call);
 	PreventCommandDuringRecovery(call);
+}
+
+/*
+ * A database's name for a column of type name, in a buffer of the type's
+ * whole width (a tuplestore copies that many bytes); NULL when the
+ * database is gone.
+ */
+char *
+DatabaseNameColumn(Oid dboid)
+{
+	char	   *name = get_database_name(dboid);
+	char	   *buf;
+
+	if (name == NULL)
+		return NULL;
+	buf = palloc0(NAMEDATALEN);
+	strlcpy(buf, name, NAMEDATALEN);
+	pfree(name);
+	return buf;
 }
 
 text *

@@ -12,6 +12,7 @@
 #include "fmgr.h"
 
 extern void CheckWritable(const char *call);
+extern char *DatabaseNameColumn(Oid dboid);
 extern text *ArgText(FunctionCallInfo fcinfo, int n, const char *name);
 extern text *ArgSku(FunctionCallInfo fcinfo, int n);
 extern text *ArgOrderId(FunctionCallInfo fcinfo, int n);

@@ -15,6 +15,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "api/args.h"
 #include "shmem/cache.h"
 #include "shmem/cache_stats.h"
 #include "shmem/metrics.h"
@@ -23,7 +24,7 @@
 static char *
 CountingDatabase(Oid dboid)
 {
-	char	   *name = get_database_name(dboid);
+	char	   *name = DatabaseNameColumn(dboid);
 
 	if (name == NULL)
 		MetricsForget(dboid);

@@ -13,6 +13,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "api/args.h"
 #include "shmem/cache.h"
 #include "shmem/cache_stats.h"
 #include "shmem/express.h"
@@ -286,7 +287,7 @@ inventory_verify_status(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		PoolVerify *v = &dbs[i].verify;
-		char	   *name = get_database_name(dbs[i].dboid);
+		char	   *name = DatabaseNameColumn(dbs[i].dboid);
 		Datum		vals[VERIFY_STATUS_COLS];
 		bool		nulls[VERIFY_STATUS_COLS] = {0};
 		bool		never = (v->verified_at == 0);
@@ -300,6 +301,39 @@ inventory_verify_status(PG_FUNCTION_ARGS)
 		vals[4] = Int64GetDatum(v->skipped);
 		for (int c = 1; c < VERIFY_STATUS_COLS; c++)
 			nulls[c] = never;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, nulls);
+	}
+	return (Datum) 0;
+}
+
+#define RECONCILE_STATS_COLS 6
+
+/* What the reconcilers' answers did, in every database the workers serve. */
+PG_FUNCTION_INFO_V1(inventory_reconcile_stats);
+Datum
+inventory_reconcile_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PoolDbStatus *dbs;
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	dbs = PoolCopyStatus(&n);
+	for (int i = 0; i < n; i++)
+	{
+		ReconcileCounts *c = &dbs[i].reconciled;
+		char	   *name = DatabaseNameColumn(dbs[i].dboid);
+		Datum		vals[RECONCILE_STATS_COLS];
+		bool		nulls[RECONCILE_STATS_COLS] = {0};
+
+		if (name == NULL)
+			continue;
+		vals[0] = CStringGetDatum(name);
+		vals[1] = Int64GetDatum(c->confirmed);
+		vals[2] = Int64GetDatum(c->cancelled);
+		vals[3] = Int64GetDatum(c->expired);
+		vals[4] = Int64GetDatum(c->waited);
+		vals[5] = Int64GetDatum(c->failed);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, nulls);
 	}
 	return (Datum) 0;

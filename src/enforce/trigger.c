@@ -41,6 +41,7 @@
 #include "tables/ledger_row.h"
 #include "tables/ledger_table.h"
 #include "tables/maintenance.h"
+#include "tables/reconciler.h"
 #include "tables/stmt.h"
 #include "types/state.h"
 #include "xact/pending.h"
@@ -199,7 +200,8 @@ CheckTransition(const LedgerRow *old, const LedgerRow *new, TimestampTz now)
 				 errmsg("invalid state transition from %s to %s",
 						InvStateName(old->state), InvStateName(new->state)),
 				 errdetail("A reservation leaves PENDING once; CONFIRMED, CANCELLED and EXPIRED are final.")));
-	if (new->state == INV_CONFIRMED && new->expires_at <= now)
+	/* past expires_at: only the answer of a reconciler (reconciler.c) */
+	if (new->state == INV_CONFIRMED && new->expires_at <= now && !LateConfirmAllowed())
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("cannot confirm a reservation past its expires_at"),
@@ -694,6 +696,7 @@ inventory_enforce(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("inventory.enforce() guards only inventory.sku and inventory.ledger")));
 	ledger = (relid == cat->ledger_rel);
+	ReconcilerRefuse();
 
 	/*
 	 * A subscription's workers copy and apply another server's rows: its

@@ -71,6 +71,7 @@ typedef struct PoolDb
 	int64		expired;
 	int64		folded;
 	PoolVerify	verify;			/* the last background verify */
+	ReconcileCounts reconciled; /* what the reconciler's answers did */
 } PoolDb;
 
 typedef struct PoolSlot
@@ -230,6 +231,7 @@ TakeDb(Oid dboid, const char *datname)
 	db->last_visit = 0;
 	db->visits = db->expired = db->folded = 0;
 	memset(&db->verify, 0, sizeof(PoolVerify));
+	memset(&db->reconciled, 0, sizeof(ReconcileCounts));
 	return db;
 }
 
@@ -860,6 +862,30 @@ PoolVerifyReport(const PoolVerify *v)
 	LWLockRelease(pool->lock);
 }
 
+/*
+ * What the reconciler's answers did in this database, in a worker's round
+ * or an inventory.expire(): added to its counters.
+ */
+void
+PoolReconcileReport(const ReconcileCounts *c)
+{
+	PoolDb	   *db;
+
+	if (pool == NULL)
+		return;
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	db = FindDb(MyDatabaseId);
+	if (db != NULL)
+	{
+		db->reconciled.confirmed += c->confirmed;
+		db->reconciled.cancelled += c->cancelled;
+		db->reconciled.expired += c->expired;
+		db->reconciled.waited += c->waited;
+		db->reconciled.failed += c->failed;
+	}
+	LWLockRelease(pool->lock);
+}
+
 /* A visit that ends as it should. */
 void
 PoolVisitEnd(void)
@@ -925,6 +951,7 @@ PoolCopyStatus(int *count)
 		s->expired = db->expired;
 		s->folded = db->folded;
 		s->verify = db->verify;
+		s->reconciled = db->reconciled;
 
 		if (db->pauses > 0)
 			s->state = "paused";

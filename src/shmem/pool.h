@@ -13,6 +13,8 @@
 #include "nodes/pg_list.h"
 #include "utils/hsearch.h"
 
+#include "tables/reconcile.h"
+
 /* when nothing is due */
 #define POOL_NOTHING_DUE	DT_NOEND
 
@@ -70,6 +72,7 @@ extern void PoolVisitRound(int64 expired, int64 folded, TimestampTz next_due,
 extern bool PoolWorkerStay(TimestampTz now, TimestampTz *until);
 extern bool PoolVerifyDue(TimestampTz now, int interval_ms);
 extern void PoolVerifyReport(const PoolVerify *v);
+extern void PoolReconcileReport(const ReconcileCounts *c);
 extern void PoolVisitEnd(void);
 extern void PoolReportAbsent(void);
 
@@ -88,6 +91,7 @@ typedef struct PoolDbStatus
 	int64		expired;
 	int64		folded;
 	PoolVerify	verify;
+	ReconcileCounts reconciled;
 } PoolDbStatus;
 
 extern PoolDbStatus *PoolCopyStatus(int *count);

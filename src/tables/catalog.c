@@ -94,6 +94,7 @@ InvGetCatalog(void)
 	catalog.sku_key_index = RequiredRelation("sku_pkey");
 	catalog.ledger_buyer_index = get_relname_relid("ledger_buyer_idx", catalog.schema);
 	catalog.restore_state_rel = get_relname_relid("restore_state", catalog.schema);
+	catalog.reconcile_wait_rel = get_relname_relid("reconcile_wait", catalog.schema);
 	catalog.result_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 										  CStringGetDatum("result"),
 										  ObjectIdGetDatum(catalog.schema));

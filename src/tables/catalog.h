@@ -22,6 +22,7 @@ typedef struct InvCatalog
 	Oid			result_type;	/* inventory.result */
 	Oid			result_rel;		/* its pg_class entry */
 	Oid			restore_state_rel;	/* InvalidOid before 0.3 */
+	Oid			reconcile_wait_rel; /* InvalidOid before 0.3 */
 
 	/* column numbers of inventory.ledger */
 	AttrNumber	l_order_id;

@@ -21,6 +21,9 @@
  * cache with the tables, as inventory.verify() does, and records what it
  * found for inventory.verify_status; a database with no work due gets no
  * visit, and no verify, since nothing there changes.
+ * In a database with a reconciler (inventory.set_reconciler()), the first
+ * transaction asks it about each overdue order before settling it as it
+ * answers (tables/reconcile.c).
  * While a restore of its database is under way or stands incomplete, it
  * leaves the database alone.  When the extension is not in its database,
  * it says so and leaves.
@@ -53,7 +56,9 @@
 #include "shmem/keyfilter.h"
 #include "shmem/pool.h"
 #include "worker/worker.h"
+#include "tables/catalog.h"
 #include "tables/maintenance.h"
+#include "tables/reconcile.h"
 #include "tables/stmt.h"
 
 /* the channel of LISTEN inventory_stock */
@@ -109,12 +114,19 @@ static InvStmt next_expiry = {
 	0
 };
 
-/* The expires_at of the first PENDING reservation, or POOL_NOTHING_DUE. */
+/*
+ * The expires_at of the first PENDING reservation, or POOL_NOTHING_DUE;
+ * the orders waiting for their reconciler's next ask are due then.
+ */
 static TimestampTz
 NextExpiry(void)
 {
 	TimestampTz result = POOL_NOTHING_DUE;
-	int			spi = InvSpiConnect();
+	int			spi;
+
+	if (OidIsValid(InvGetCatalog()->reconcile_wait_rel))
+		return ReconcileNextDue();
+	spi = InvSpiConnect();
 
 	if (InvStmtRun(&next_expiry, NULL, NULL, false, 1) == 1)
 	{
@@ -191,6 +203,8 @@ WorkerRound(void)
 	TimestampTz now;
 	TimestampTz oldest_overdue = 0;
 	bool		restoring;
+	bool		backlog;
+	Reconciler	reconciler;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -226,10 +240,23 @@ WorkerRound(void)
 		pgstat_report_activity(STATE_RUNNING, "inventory: reading the ledger's keys");
 		(void) KeyFilterRebuild();
 	}
-	pgstat_report_activity(STATE_RUNNING, "inventory: expiring overdue reservations");
-	expired = ExpireOverdue(inv_expire_batch, &expire_from);
-	if (expired < inv_expire_batch)
-		TIMESTAMP_NOBEGIN(expire_from);
+	if (ReconcilerFind(&reconciler))
+	{
+		ReconcileCounts counts = {0};
+
+		pgstat_report_activity(STATE_RUNNING, "inventory: asking the reconciler about overdue reservations");
+		(void) ReconcileOverdue(&reconciler, inv_expire_batch, &counts, &backlog);
+		PoolReconcileReport(&counts);
+		expired = counts.expired;
+	}
+	else
+	{
+		pgstat_report_activity(STATE_RUNNING, "inventory: expiring overdue reservations");
+		expired = ExpireOverdue(inv_expire_batch, &expire_from);
+		backlog = expired >= inv_expire_batch;
+		if (!backlog)
+			TIMESTAMP_NOBEGIN(expire_from);
+	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 
@@ -237,7 +264,7 @@ WorkerRound(void)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* a backlog of overdue reservations comes first: fold once it is gone */
-	if (expired < inv_expire_batch)
+	if (!backlog)
 	{
 		char	  **skus = palloc(FOLD_SKUS * sizeof(char *));
 		int			nskus;
@@ -249,7 +276,7 @@ WorkerRound(void)
 			folded = FoldSettled(skus, nskus, inv_fold_batch, false);
 	}
 	/* after a full batch more is waiting; else, when is the next one due? */
-	if (expired >= inv_expire_batch || folded >= inv_fold_batch)
+	if (backlog || folded >= inv_fold_batch)
 		next = 0;
 	else
 		next = NextExpiry();
