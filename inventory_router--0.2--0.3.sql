@@ -852,3 +852,56 @@ REVOKE ALL ON inventory.nodes FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION inventory.nodes() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.nodes() TO inventory_admin;
 GRANT SELECT ON inventory.nodes TO inventory_admin;
+
+------------------------------------------------------------------------------
+-- The reconciler of every node
+------------------------------------------------------------------------------
+
+-- The function, as each node resolves its signature: an error from the
+-- first node that does not answer or does not have it.
+CREATE FUNCTION inventory._reconciler_check_all(fn text)
+	RETURNS SETOF text
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON ALL;
+	SELECT fn::regprocedure::text;
+$$;
+COMMENT ON FUNCTION inventory._reconciler_check_all(text) IS
+	'the reconciler function as every node resolves it; the error of a node that does not answer or lacks it';
+
+CREATE FUNCTION inventory._set_reconciler_all(fn text)
+	RETURNS SETOF integer
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON ALL;
+	SELECT 1 FROM inventory.set_reconciler(fn::regprocedure);
+$$;
+COMMENT ON FUNCTION inventory._set_reconciler_all(text) IS 'set_reconciler() on every node';
+
+-- set_reconciler() on every node, by the function's signature: first
+-- every node is asked (reading only) whether it answers and has the
+-- function, so that a node that is down fails the call before anything
+-- is set.
+CREATE FUNCTION inventory.set_reconciler(fn text) RETURNS void
+	LANGUAGE plpgsql
+	AS $$
+BEGIN
+	PERFORM inventory._reconciler_check_all(fn);
+	PERFORM inventory._set_reconciler_all(fn);
+END
+$$;
+COMMENT ON FUNCTION inventory.set_reconciler(text) IS
+	'set_reconciler() on every node, by the function''s signature (text: each node resolves it); fails, having set nothing, when a node does not answer or lacks the function; NULL removes it';
+
+REVOKE EXECUTE ON FUNCTION
+	inventory._reconciler_check_all(text),
+	inventory._set_reconciler_all(text),
+	inventory.set_reconciler(text)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+	inventory._reconciler_check_all(text),
+	inventory._set_reconciler_all(text),
+	inventory.set_reconciler(text)
+TO inventory_admin;
