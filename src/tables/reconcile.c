@@ -295,6 +295,9 @@ Ask(const Reconciler *r, Datum order_id, int32 batch_id, char **said)
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
 		SetUserIdAndSecContext(save_userid, save_sec_context);
+		/* someone cancelled the statement: that is not the reconciler's answer */
+		if (!timed_out && edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			ReThrowError(edata);
 		*said = timed_out ?
 			psprintf("no answer within inventory.reconcile_timeout (%d ms)", inv_reconcile_timeout) :
 			psprintf("an error: %s", edata->message);
