@@ -130,15 +130,23 @@ inv_cluster_start() {
 		{ cat "$dir/initdb.log" >&2; inv_die "initdb failed"; }
 	{
 		echo "shared_preload_libraries = 'inventory'"
-		echo "port = $port"
 		echo "listen_addresses = '127.0.0.1'"
 		echo "unix_socket_directories = '$dir'"
 		echo "max_connections = 200"
 		local s
 		for s in "$@"; do echo "$s"; done
+		echo "include_if_exists = 'port.conf'"
 	} | inv_as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
-	inv_as_pg pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null ||
-		{ cat "$dir/server.log" >&2; inv_die "the server did not start"; }
+	# another server may take the free port before this one binds it: then
+	# the next free port
+	local try
+	for try in 1 2 3 4 5; do
+		echo "port = $port" | inv_as_pg tee "$dir/data/port.conf" >/dev/null
+		inv_as_pg pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null && break
+		grep -q 'Address already in use' "$dir/server.log" && [ "$try" -lt 5 ] ||
+			{ cat "$dir/server.log" >&2; inv_die "the server did not start"; }
+		port=$(inv_free_port)
+	done
 	export PGHOST=$dir PGPORT=$port PGUSER=postgres
 }
 

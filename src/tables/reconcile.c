@@ -100,17 +100,28 @@ ReconcileInit(void)
 							NULL, NULL, NULL);
 }
 
-/* overdue orders not waiting for a later ask, oldest due first */
+/*
+ * Overdue orders not waiting for a later ask, oldest due first: the
+ * oldest overdue rows by ledger_due_idx (a cart's lines together), then
+ * grouped by order, so that a round reads what it asks about and not the
+ * whole backlog.
+ */
 static InvStmt overdue_orders = {
-	"SELECT l.order_id, pg_catalog.min(l.batch_id), pg_catalog.min(l.expires_at),"
-	"       COALESCE(w.asks, 0)"
-	"  FROM inventory.ledger l LEFT JOIN inventory.reconcile_wait w"
-	"    ON w.order_id OPERATOR(pg_catalog.=) l.order_id"
-	" WHERE NOT l.folded AND l.expires_at OPERATOR(pg_catalog.<=) $1"
-	"   AND l.state OPERATOR(pg_catalog.=) 'PENDING'"
-	"   AND (w.next_ask IS NULL OR w.next_ask OPERATOR(pg_catalog.<=) $1)"
-	" GROUP BY l.order_id, w.asks"
-	" ORDER BY 3 LIMIT $2",
+	"WITH due AS ("
+	" SELECT l.order_id, l.batch_id, l.expires_at FROM inventory.ledger l"
+	"  WHERE NOT l.folded AND l.expires_at OPERATOR(pg_catalog.<=) $1"
+	"    AND l.state OPERATOR(pg_catalog.=) 'PENDING'"
+	"    AND NOT EXISTS (SELECT FROM inventory.reconcile_wait w"
+	"                     WHERE w.order_id OPERATOR(pg_catalog.=) l.order_id"
+	"                       AND w.next_ask OPERATOR(pg_catalog.>) $1)"
+	"  ORDER BY l.expires_at, l.order_id, l.batch_id"
+	"  LIMIT $2 OPERATOR(pg_catalog.*) 4)"
+	" SELECT d.order_id, pg_catalog.min(d.batch_id), pg_catalog.min(d.expires_at),"
+	"        COALESCE(w.asks, 0)"
+	"   FROM due d LEFT JOIN inventory.reconcile_wait w"
+	"     ON w.order_id OPERATOR(pg_catalog.=) d.order_id"
+	"  GROUP BY d.order_id, w.asks"
+	"  ORDER BY 3, 1 LIMIT $2",
 	2, {TIMESTAMPTZOID, INT8OID}
 };
 
@@ -169,7 +180,7 @@ static InvStmt forget_settled = {
  * skipping the orders that wait for a later ask, or the first later ask.
  */
 static InvStmt next_due = {
-	"SELECT pg_catalog.least("
+	"SELECT LEAST("
 	" (SELECT l.expires_at FROM inventory.ledger l"
 	"   WHERE NOT l.folded AND l.state OPERATOR(pg_catalog.=) 'PENDING'"
 	"     AND NOT EXISTS (SELECT FROM inventory.reconcile_wait w"
