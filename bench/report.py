@@ -14,9 +14,9 @@ With --records, first gathers the records that bench/run.sh appended as it
 ran (one JSON object a line) into DATA.json.
 
 Exits 0; 1 when the data shows a failure (a case without a number, a failed
-check, an error, case 8 or 9 without its figures) or the pictures could not
-be drawn, the report being written all the same; 2 when there is no report
-(usage, data that cannot be read).
+check, an error, case 8, 8r or 9 without its figures) or the pictures could
+not be drawn, the report being written all the same; 2 when there is no
+report (usage, data that cannot be read).
 
 The targets, their thresholds and how they are judged are in TARGETS below,
 and nowhere else.  A ratio is the TPS of a case over the TPS of its baseline
@@ -46,8 +46,9 @@ The data (format 1), one JSON object:
                 6's SKUs), backlog (case 8), settled (case 9), batch (case
                 10's reservations per call), limit_per_buyer and buyers (case
                 4b), load_restarts (case 9's restarts per phase),
-                expire_batch, expiry_clients and expiry_load_s (case 8's
-                worker batch and the case 4 load it clears under)
+                expire_batch, expiry_clients and expiry_load_s (cases 8 and
+                8r: the worker's batch, and the clients and the length of
+                each run of the case 4 load they clear under)
   measurements  [one per case and client count] case, clients, status ("ok",
                 "failed" or "skipped"), and when ok: tps (transactions per
                 second as the tool measured them: pgbench script runs,
@@ -59,10 +60,21 @@ The data (format 1), one JSON object:
                 tps, latency_ms, transactions (or detail)
   case8         (when case 8 ran) backlog, seconds (from switching the worker
                 on until the backlog's units were back on sale; null: not
-                within 600 s), load_tps (the case 4 load meanwhile),
+                within 600 s), load_tps (the case 4 load meanwhile: the mean
+                of its runs), load_runs (runs of expiry_load_s, one after the
+                other until the backlog was cleared; absent: 1),
                 load_started_s_before (the load's head start on the clock),
                 worker_cpu_s, autovacuum_cpu_s, autovacuum_workers (CPU while
                 it cleared, sampled from /proc every cpu_sample_s)
+  case8r        (when case 8r ran) the figures of case8, for the same backlog
+                cleared with a reconciler set, and reconciler (the function
+                set with inventory.set_reconciler, which looks the order up
+                in one indexed table and answers expire), reconcile_budget
+                (inventory.reconcile_budget as the server showed it),
+                reconcile_expired and reconcile_other (what
+                inventory.reconcile_stats counted for the database while it
+                cleared: reservations expired, and those confirmed,
+                cancelled, made to wait or whose ask failed)
   case9         (when case 9 ran) settled, restarts, autovacuum_during_fold
                 (autovacuum processed inventory.ledger while the loads right
                 after the fold were timed), bytes_per_sku (cache_info()'s
@@ -91,8 +103,8 @@ import sys
 FORMAT = 1
 
 # ---------------------------------------------------------------- the cases
-# What each case is, in the report's order (cases 8 and 9 have sections of
-# their own); {nskus}, {limit}, {batch}: from the settings.
+# What each case is, in the report's order (cases 8, 8r and 9 have sections
+# of their own); {nskus}, {limit}, {batch}: from the settings.
 NAMES = {
     "1": "1 floor: SELECT 1",
     "1b": "1b floor: SELECT * FROM a C function returning a row",
@@ -129,6 +141,8 @@ BASE = {"1b": "1", "1k": "1", "1c": "1", "2a": "1", "2b": "1", "2c": "1", "2d": 
         "11": "4", "11b": "11", "11c": "11",
         "12": "5", "12c": "12"}
 ROUTER = ["11", "11b", "11c", "12", "12c"]
+# the rows of case 8's section when case 8r ran
+EXPIRY_NAMES = {"8": "8 without a reconciler", "8r": "8r with a reconciler (one indexed lookup per order)"}
 
 
 # ---------------------------------------------------------------- the targets
@@ -257,7 +271,7 @@ def median(values):
 
 
 # ---------------------------------------------------------------- the data
-OBJECTS = ("run", "machine", "settings", "case8", "case9", "case14")
+OBJECTS = ("run", "machine", "settings", "case8", "case8r", "case9", "case14")
 LISTS = {"measurement": "measurements", "round": "rounds", "check": "checks"}
 TEXTS = {"note": "notes", "error": "errors"}
 
@@ -309,6 +323,7 @@ class Run:
         self.m = {(r.get("case"), r.get("clients")): r for r in doc.get("measurements", [])}
         self.r = {(r.get("case"), r.get("round")): r for r in doc.get("rounds", [])}
         self.case8 = doc.get("case8")
+        self.case8r = doc.get("case8r")
         self.case9 = doc.get("case9")
         self.case14 = doc.get("case14")
         self.checks = doc.get("checks", [])
@@ -363,13 +378,17 @@ class Run:
         rec = self.r.get((case, r))
         return self._scaled(case, rec.get("tps")) if rec and rec.get("status") == "ok" else None
 
-    # case 8 and 9
-    def expiry_seconds(self):
-        return (self.case8 or {}).get("seconds")
+    # case 8, 8r and 9
+    def expiry(self, case="8"):
+        """The figures of case 8 or 8r ({} when missing)."""
+        return (self.case8r if case == "8r" else self.case8) or {}
 
-    def expiry_rate(self):
-        """Case 8's rows per second, rounded as shown, or FAILED."""
-        secs, n = self.expiry_seconds(), (self.case8 or {}).get("backlog")
+    def expiry_seconds(self, case="8"):
+        return self.expiry(case).get("seconds")
+
+    def expiry_rate(self, case="8"):
+        """Case 8's (or 8r's) rows per second, rounded as shown, or FAILED."""
+        secs, n = self.expiry_seconds(case), self.expiry(case).get("backlog")
         if is_num(secs) and secs > 0 and is_num(n):
             return round(n / secs)
         return "FAILED"
@@ -417,8 +436,9 @@ class Run:
                 out.append(f"round {rec.get('round')}: case {rec.get('case')} produced no number")
         out += [f"check failed: {c.get('name')}" for c in self.checks if c.get("ok") is not True]
         out += [f"error: {e}" for e in self.errors]
-        if self.want("8") and not is_num(self.expiry_rate()):
-            out.append("case 8: the backlog was not cleared (no time)")
+        for case in ("8", "8r"):
+            if self.want(case) and not is_num(self.expiry_rate(case)):
+                out.append(f"case {case}: the backlog was not cleared (no time)")
         if self.want("14") and not is_num((self.case14 or {}).get("p99_ms")):
             out.append("case 14: no latency of the notifications")
         if self.want("9"):
@@ -529,10 +549,12 @@ def report(run, pictures, stem):
                          f"case {b}" if b else "—"])
     L += table(["case", "clients", "TPS", "mean latency (ms)", "ratio", "baseline"], "lrrrrl", rows)
 
-    if run.want("8"):
-        c8 = run.case8 or {}
-        backlog = c8.get("backlog", s.get("backlog"))
-        secs = run.expiry_seconds()
+    expiry = [i for i in ("8", "8r") if run.want(i)]
+    if expiry:
+        # with 8r, each table has a row per case, which its first column names
+        with_8r = "8r" in expiry
+        first = run.expiry(expiry[0])
+        backlog = first.get("backlog", s.get("backlog"))
         load_clients = s.get("expiry_clients", 32)
         add("")
         add("## 8: expiry backlog")
@@ -541,27 +563,57 @@ def report(run, pictures, stem):
             f" worker (inventory.expire_batch = {s.get('expire_batch', 10000)}) while case 4 runs at"
             f" {load_clients} clients; timed from switching inventory.worker_enabled on until all the"
             " backlog's units are back on sale (`inventory.available()` polled every 10 ms).")
+        if with_8r:
+            c8r = run.expiry("8r")
+            budget = c8r.get("reconcile_budget") or "?"
+            add("")
+            add("Case 8r: the same backlog, of a SKU and orders of its own, cleared the same way with a"
+                f" reconciler set (`inventory.set_reconciler('{c8r.get('reconciler') or '?'}')`): the"
+                " expiry asks it about each overdue order before it settles it, at most 63 orders a"
+                f" transaction and inventory.reconcile_budget = {budget} of asking a round. It looks the"
+                " order up in a payments table by its primary key (one indexed lookup; every order"
+                " unpaid) and answers `expire`, so that every reservation ends EXPIRED as in case 8:"
+                " the difference is the cost of asking.")
         add("")
-        # the load started this long before the clock: did it last the clearing?
-        late = ""
-        head = c8.get("load_started_s_before", 1)
-        if is_num(secs) and is_num(s.get("expiry_load_s")) and secs + head > s["expiry_load_s"]:
-            late = " (the load ended before the backlog was cleared)"
-        L += table(["backlog", "seconds", "rows/s", f"case 4 TPS at {load_clients} clients meanwhile"],
-                   "rrrr", [[fmt(backlog), fmt(secs if is_num(secs) else "FAILED", 2),
-                             fmt(run.expiry_rate()), fmt(c8.get("load_tps")) + late]])
+        head_cells, rows = [], []
+        for i in expiry:
+            c = run.expiry(i)
+            secs = run.expiry_seconds(i)
+            # the load started this long before the clock: did it last the clearing?
+            late = ""
+            head = c.get("load_started_s_before", 1)
+            load_s = s.get("expiry_load_s")
+            if is_num(secs) and is_num(load_s) and secs + head > load_s * c.get("load_runs", 1):
+                late = " (the load ended before the backlog was cleared)"
+            row = [fmt(c.get("backlog", backlog)), fmt(secs if is_num(secs) else "FAILED", 2),
+                   fmt(run.expiry_rate(i))]
+            if with_8r:
+                row = [EXPIRY_NAMES[i]] + row + [
+                    ratio(run.expiry_rate("8r"), run.expiry_rate("8")) if i == "8r" else "—"]
+            rows.append(row + [fmt(c.get("load_tps")) + late])
+        if with_8r:
+            head_cells = ["case"]
+        L += table(head_cells + ["backlog", "seconds", "rows/s"]
+                   + (["rows/s, 8r / 8"] if with_8r else [])
+                   + [f"case 4 TPS at {load_clients} clients meanwhile"],
+                   ("l" if with_8r else "") + "rrr" + ("r" if with_8r else "") + "r", rows)
         add("")
         add("The database was vacuumed and checkpointed first, so that nothing the earlier cases left"
-            f" competes with the worker. Meanwhile (sampled from /proc every {c8.get('cpu_sample_s', 0.1):g} s):")
+            f" competes with the worker. Meanwhile (sampled from /proc every {first.get('cpu_sample_s', 0.1):g} s):")
         add("")
-        w, n_av, cpu_av = c8.get("worker_cpu_s"), c8.get("autovacuum_workers"), c8.get("autovacuum_cpu_s")
-        if is_num(secs) and is_num(w) and w > 0:
-            row = [fmt(w, 2), f"{100 * w / secs:.0f}%", fmt(round(backlog / w)),
-                   fmt(n_av if is_num(n_av) else 0), fmt(cpu_av if is_num(cpu_av) else 0, 2)]
-        else:
-            row = ["—", "—", "—", fmt(n_av), fmt(cpu_av, 2)]
-        L += table(["worker CPU, s", "worker's share of the clearing", "rows per worker CPU-second",
-                    "autovacuum workers", "their CPU, s"], "rrrrr", [row])
+        rows = []
+        for i in expiry:
+            c = run.expiry(i)
+            secs, n = run.expiry_seconds(i), c.get("backlog", backlog)
+            w, n_av, cpu_av = c.get("worker_cpu_s"), c.get("autovacuum_workers"), c.get("autovacuum_cpu_s")
+            if is_num(secs) and is_num(w) and w > 0 and is_num(n):
+                row = [fmt(w, 2), f"{100 * w / secs:.0f}%", fmt(round(n / w)),
+                       fmt(n_av if is_num(n_av) else 0), fmt(cpu_av if is_num(cpu_av) else 0, 2)]
+            else:
+                row = ["—", "—", "—", fmt(n_av), fmt(cpu_av, 2)]
+            rows.append(([EXPIRY_NAMES[i]] if with_8r else []) + row)
+        L += table(head_cells + ["worker CPU, s", "worker's share of the clearing", "rows per worker CPU-second",
+                                 "autovacuum workers", "their CPU, s"], ("l" if with_8r else "") + "rrrrr", rows)
 
     if run.want("14"):
         c14 = run.case14 or {}

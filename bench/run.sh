@@ -28,8 +28,8 @@
 # Outputs, in bench/results/ (smoke.* for --smoke, so that a smoke run does
 # not overwrite the last real one):
 #   latest.json       the data of the run: the commit measured, the machine,
-#                     the settings, every measured run, the rounds, cases 8
-#                     and 9, the checks and the notes (bench/report.py
+#                     the settings, every measured run, the rounds, cases 8,
+#                     8r and 9, the checks and the notes (bench/report.py
 #                     documents its schema)
 #   latest.md         the report, which bench/report.py makes from that data
 #                     and this script prints: tables, ratios, the targets
@@ -73,6 +73,9 @@
 #   6   inventory.reserve on a random SKU among 100,000
 #   7   reserve, then confirm (70%), cancel (20%) or let expire (10%)
 #   8   the worker clears 100,000 overdue reservations under case 4 load
+#   8r  8 with a reconciler set (inventory.set_reconciler) that looks each
+#       order up in a payments table, one indexed lookup, and answers
+#       expire: the cost of asking
 #   9   cache load after restart: SKU with 1,000,000 settled movements vs none
 #   10  inventory.reserve_many of BATCH (50) reservations of 1 unit, each
 #       under a key of its own, on another hot SKU: reported as reservations
@@ -97,7 +100,7 @@ SMOKE=0
 DURATION=
 CLIENTS=
 ROUNDS=
-ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 5 6 7 8 9 10 13 13s 13u 14 11 11b 11c 12 12c"
+ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 5 6 7 8 8r 9 10 13 13s 13u 14 11 11b 11c 12 12c"
 CASES=$ALL_CASES
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -137,8 +140,9 @@ echo " $CLIENTS " | grep -q ' 64 ' && TC=64
 LIMIT=2 BUYERS=9000000000000000000
 # case 10: the reservations in one call of inventory.reserve_many
 BATCH=50
-# case 8: the worker's batch, and the clients of the load it clears under,
-# which must outlast the clearing of the backlog
+# cases 8 and 8r: the worker's batch, the clients of the load it clears
+# under, and the length of each of the load's runs (as many follow each
+# other as the clearing takes)
 EXPIRE_BATCH=10000 EXPIRY_CLIENTS=32
 if [ "$SMOKE" -eq 1 ]; then EXPIRY_LOAD=5; else EXPIRY_LOAD=$((DURATION > 20 ? DURATION : 20)); fi
 # the command line, quoted so that it can be pasted
@@ -780,7 +784,7 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
-# ---------------------------------------------------------------- case 8: expiry
+# ---------------------------------------------------------------- cases 8, 8r: expiry
 # cpu_sampler OUT STOP: until STOP exists, every 0.1 s, appends a line
 # "round" and then "kind pid ticks" (user + system CPU since the process
 # started) to OUT for the bench database's inventory worker and every
@@ -816,8 +820,41 @@ cpu_used() {
 		}' "$1"
 }
 
-if want 8; then
-	inv_log "case 8: a backlog of $BACKLOG overdue reservations"
+# expiry_load LOG STOP PREFIX: case 4's reserve of HOT-1 at EXPIRY_CLIENTS
+# clients, under keys PREFIX..., in runs of EXPIRY_LOAD s one after the other
+# until STOP exists (one run at least), logged to LOG.1, LOG.2, ...: the load
+# lasts as long as the clearing, however long that is.  Fails when a run does.
+expiry_load() {
+	local log=$1 stop=$2 prefix=$3 n=0
+	while [ "$n" -eq 0 ] || [ ! -e "$stop" ]; do
+		n=$((n + 1))
+		pgbench_once "$EXPIRY_CLIENTS" "$EXPIRY_LOAD" "$log.$n" reserve.sql \
+			-D sku=HOT-1 -D prefix="$prefix" || return 1
+	done
+}
+# reconcile_counts: "expired other" of inventory.reconcile_stats for the bench
+# database: the overdue reservations its reconciler's answers expired, and
+# those they confirmed, cancelled, made wait or whose ask failed
+reconcile_counts() {
+	sql "SELECT coalesce(sum(expired), 0) || ' ' || coalesce(sum(confirmed + cancelled + waited + failed), 0)
+	       FROM inventory.reconcile_stats WHERE datname = 'bench'"
+}
+
+# expiry_case ID: case 8 (ID 8) or 8r (ID 8r).  BACKLOG overdue reservations
+# of a SKU of their own, inserted with the worker off, then cleared by the
+# worker while case 4 runs at EXPIRY_CLIENTS clients, timed from switching
+# the worker on until their units are back on sale; records caseID.  In 8r
+# a reconciler is set first: bench_reconcile() looks each order up in
+# bench_payments (one indexed lookup), where every order of the backlog is
+# unpaid, and answers expire.  Both end with every reservation EXPIRED: they
+# differ by the cost of asking alone.  Each cleans up after itself, so
+# either runs whether or not the other ran before it.
+expiry_case() {
+	local id=$1 sku=EXP-1 reconciler='' overdue chunk lo hi secs load_pid sampler_pid load_ok runs n
+	local worker_cpu autovac_cpu autovac_n load_tps ask=() e0 o0 e1 o1
+	local stop=$DIR/case$id-stop load_log=$DIR/pgbench-$id-load.log
+	[ "$id" = 8r ] && sku=EXP-R reconciler='bench_reconcile(text,integer)'
+	inv_log "case $id: a backlog of $BACKLOG overdue reservations${reconciler:+, with a reconciler}"
 	sql "ALTER SYSTEM SET inventory.worker_enabled = off" >/dev/null
 	sql "ALTER SYSTEM SET inventory.expire_batch = $EXPIRE_BATCH" >/dev/null
 	sql "SELECT pg_reload_conf()" >/dev/null
@@ -826,59 +863,110 @@ if want 8; then
 		[ "$(sql "SELECT count(*) FROM inventory.worker_status WHERE datname = 'bench' AND state <> 'disabled'")" = 0 ] && break
 		sleep 0.1
 	done
-	# clear what case 7 left overdue (its 1 s holds included), so the backlog is
-	# all there is to do
+	# clear what case 7 left overdue (its 1 s holds included), and fold what
+	# is settled (the other expiry case's backlog, when it ran before), so
+	# that the backlog is all the worker finds to do
 	sql "SELECT pg_sleep(1.2)" >/dev/null
 	sql "SELECT inventory.expire()" >/dev/null
+	for _ in $(seq 1000); do
+		[ "$(sql "SELECT inventory.fold()")" = 0 ] && break
+	done
+	if [ -n "$reconciler" ]; then
+		# the application's payments, as it records them: a row for every
+		# order of the backlog, none of them paid
+		psql_b >/dev/null <<SQL || error "case 8r: creating the payments and the reconciler failed"
+CREATE TABLE bench_payments (order_id text PRIMARY KEY, state text NOT NULL);
+INSERT INTO bench_payments SELECT 'o8r-' || g, 'unpaid' FROM generate_series(1, $BACKLOG) g;
+CREATE FUNCTION bench_reconcile(order_id text, batch_id integer) RETURNS text
+	LANGUAGE sql STABLE SET search_path = public, pg_catalog AS \$\$
+	SELECT CASE (SELECT p.state FROM bench_payments p WHERE p.order_id = bench_reconcile.order_id)
+	       WHEN 'paid' THEN 'confirm' ELSE 'expire' END
+\$\$;
+ANALYZE bench_payments;
+SQL
+	fi
 	# and what the cases before left to vacuum: an autovacuum of their tables
 	# would take its share of the two cores from the worker while it clears
-	inv_log "case 8: VACUUM and CHECKPOINT first"
+	inv_log "case $id: VACUUM and CHECKPOINT first"
 	sql "VACUUM" >/dev/null
 	sql "CHECKPOINT" >/dev/null
-	sql "SELECT inventory.restock('EXP-1', $BACKLOG, 'stock-exp')" >/dev/null
+	sql "SELECT inventory.restock('$sku', $BACKLOG, 'stock-$sku')" >/dev/null
+	# overdue by a minute: less than inventory.reconcile_max_wait (1 hour),
+	# past which the expiry no longer asks about an order
 	chunk=$(((BACKLOG + 3) / 4))
 	for lo in $(seq 1 "$chunk" "$BACKLOG"); do
 		hi=$((lo + chunk - 1 < BACKLOG ? lo + chunk - 1 : BACKLOG))
 		sql "INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
-		     SELECT 'o8-' || g, 1, 'reserve', 'EXP-1', 1, now() - interval '1 hour'
-		       FROM generate_series($lo, $hi) g" || error "case 8: inserting the backlog failed"
+		     SELECT 'o$id-' || g, 1, 'reserve', '$sku', 1, now() - interval '1 minute'
+		       FROM generate_series($lo, $hi) g" || error "case $id: inserting the backlog failed"
 	done
 	overdue=$(ledger_rows "state = 'PENDING' AND expires_at <= now()")
-	check "case 8: the backlog is $BACKLOG overdue reservations (found $overdue)" \
+	check "case $id: the backlog is $BACKLOG overdue reservations (found $overdue)" \
 		"$([ "$overdue" -eq "$BACKLOG" ] && echo t)"
+	if [ -n "$reconciler" ]; then
+		sql "SELECT inventory.set_reconciler('$reconciler')" >/dev/null ||
+			error "case 8r: inventory.set_reconciler('$reconciler') failed"
+		check "case 8r: the reconciler is set, and every order of the backlog is overdue for less than inventory.reconcile_max_wait ($(sql "SHOW inventory.reconcile_max_wait")), so it is asked about" \
+			"$(sql "SELECT to_regprocedure('inventory.reconciler(text,integer)') IS NOT NULL
+			          AND min(expires_at) > now() - current_setting('inventory.reconcile_max_wait')::interval
+			        FROM inventory.ledger WHERE sku = '$sku'")"
+		read -r e0 o0 < <(reconcile_counts)
+	fi
 
-	inv_log "case 8: the worker clears it under case 4 load at $EXPIRY_CLIENTS clients"
-	pgbench_once "$EXPIRY_CLIENTS" "$EXPIRY_LOAD" "$DIR/pgbench-8-load.log" reserve.sql -D sku=HOT-1 -D prefix=o8l- &
-	LOAD_PID=$!
+	inv_log "case $id: the worker clears it under case 4 load at $EXPIRY_CLIENTS clients"
+	rm -f "$stop"
+	expiry_load "$load_log" "$stop" "o${id}l-" &
+	load_pid=$!
 	sleep 1   # let the load ramp up
-	cpu_sampler "$DIR/case8-cpu" "$DIR/case8-stop" &
-	SAMPLER_PID=$!
-	EXPIRY_SECS=$(psql_b -v backlog="$BACKLOG" <<'SQL'
+	cpu_sampler "$DIR/case$id-cpu" "$stop" &
+	sampler_pid=$!
+	secs=$(psql_b -v backlog="$BACKLOG" -v sku="$sku" <<'SQL'
 SELECT clock_timestamp() AS t0 \gset
 ALTER SYSTEM SET inventory.worker_enabled = on;
 SELECT pg_reload_conf() \gset
-SELECT bench_wait_available('EXP-1', :backlog, :'t0', 600);
+SELECT bench_wait_available(:'sku', :backlog, :'t0', 600);
 SQL
 	)
-	touch "$DIR/case8-stop"
-	wait "$SAMPLER_PID"
-	wait "$LOAD_PID" ||
-		error "case 8: the load (case 4 at $EXPIRY_CLIENTS clients) failed: $(failed "$DIR/pgbench-8-load.log")"
+	touch "$stop"
+	wait "$sampler_pid"
+	load_ok=1
+	wait "$load_pid" || load_ok=0
+	# the load's runs, each EXPIRY_LOAD s: its TPS is their mean
+	runs=0
+	while [ -e "$load_log.$((runs + 1))" ]; do runs=$((runs + 1)); done
+	[ "$load_ok" -eq 1 ] ||
+		error "case $id: the load (case 4 at $EXPIRY_CLIENTS clients) failed: $(failed "$load_log.$runs")"
+	load_tps=$(for n in $(seq "$runs"); do tps "$load_log.$n"; done |
+		awk '{ s += $1; n++ } END { if (n) printf "%.3f", s / n }')
 	# CPU seconds of the worker and of autovacuum while the backlog was cleared
-	read -r worker_cpu autovac_cpu autovac_n < <(cpu_used "$DIR/case8-cpu")
+	read -r worker_cpu autovac_cpu autovac_n < <(cpu_used "$DIR/case$id-cpu")
+	if [ -n "$reconciler" ]; then
+		read -r e1 o1 < <(reconcile_counts)
+		ask=(reconciler="$reconciler" reconcile_budget="$(sql "SHOW inventory.reconcile_budget")"
+			reconcile_expired:="$((e1 - e0))" reconcile_other:="$((o1 - o0))")
+	fi
 	# seconds: none when the backlog was not cleared within 600 s; the load
 	# started 1 s before the clock
-	record case8 backlog:="$BACKLOG" seconds:="$EXPIRY_SECS" \
-		load_tps:="$(tps "$DIR/pgbench-8-load.log")" load_started_s_before:=1 \
+	record "case$id" backlog:="$BACKLOG" seconds:="$secs" \
+		load_tps:="$load_tps" load_runs:="$runs" load_started_s_before:=1 \
 		worker_cpu_s:="$worker_cpu" autovacuum_cpu_s:="$autovac_cpu" \
-		autovacuum_workers:="$autovac_n" cpu_sample_s:=0.1
-	check "case 8: all $BACKLOG reservations EXPIRED" \
-		"$([ "$(ledger_rows "sku = 'EXP-1' AND state = 'EXPIRED'")" -eq "$BACKLOG" ] && echo t)"
-	check "case 8: their units are back on sale" \
-		"$(sql "SELECT inventory.available('EXP-1') = $BACKLOG")"
+		autovacuum_workers:="$autovac_n" cpu_sample_s:=0.1 "${ask[@]}"
+	check "case $id: all $BACKLOG reservations EXPIRED" \
+		"$([ "$(ledger_rows "sku = '$sku' AND state = 'EXPIRED'")" -eq "$BACKLOG" ] && echo t)"
+	check "case $id: their units are back on sale" \
+		"$(sql "SELECT inventory.available('$sku') = $BACKLOG")"
+	if [ -n "$reconciler" ]; then
+		check "case 8r: the reconciler's answers expired them all, and nothing else (inventory.reconcile_stats: $((e1 - e0)) expired, $((o1 - o0)) confirmed, cancelled, waited or failed)" \
+			"$([ $((e1 - e0)) -eq "$BACKLOG" ] && [ $((o1 - o0)) -eq 0 ] && echo t)"
+		sql "SELECT inventory.set_reconciler(NULL)" >/dev/null
+		check "case 8r: set_reconciler(NULL) removed the reconciler" \
+			"$(sql "SELECT to_regprocedure('inventory.reconciler(text,integer)') IS NULL")"
+	fi
 	sql "ALTER SYSTEM RESET inventory.expire_batch" >/dev/null
 	sql "SELECT pg_reload_conf()" >/dev/null
-fi
+}
+want 8 && expiry_case 8
+want 8r && expiry_case 8r
 inv_log "comparing the cache with the tables (inventory.verify())"
 check "cache = tables after cases 4-8 and 10 (inventory.verify() is empty)" \
 	"$(sql "SELECT count(*) = 0 FROM inventory.verify()")"
