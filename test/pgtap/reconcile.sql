@@ -20,9 +20,11 @@
 -- without one; direct DML still may not confirm past expires_at.  fn cannot
 -- be dropped while it is the reconciler; with CASCADE the setting goes and
 -- the expiry expires without asking.  The settings are for superusers.
--- One promise is marked TODO, not yet kept: inside the ask, writes to
+-- Two promises are marked TODO, not yet kept: inside the ask, writes to
 -- inventory.reconcile_wait are not refused (the reconciler's owner, an
--- inventory_admin, may write it, and could reset an order's asks).
+-- inventory_admin, may write it, and could reset an order's asks); an
+-- error the function raises with SQLSTATE 57014 fails the whole round as
+-- if the statement had been cancelled.
 --
 -- The SKUs are committed first (units restocked in the test's transaction
 -- are not on sale until it commits); everything else, roles and the
@@ -84,6 +86,16 @@ CREATE FUNCTION pg_temp.due(o text) RETURNS void LANGUAGE sql AS $$
 	 WHERE order_id = pg_temp.n(o)
 $$;
 
+-- a round of inventory.expire(): done, or the cancel that ended it (which
+-- pgTAP's lives_ok() does not catch)
+CREATE FUNCTION pg_temp.round() RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM inventory.expire();
+	RETURN 'done';
+EXCEPTION WHEN query_canceled THEN
+	RETURN 'cancelled: ' || SQLERRM;
+END $$;
+
 -- a SKU's counters in inventory.stock (inventory.available(), the live
 -- counter, gives units back when the transaction that settles commits)
 CREATE FUNCTION pg_temp.units(s text) RETURNS text LANGUAGE sql STABLE
@@ -91,7 +103,7 @@ AS $$ SELECT format('on_hand=%s reserved=%s available=%s', on_hand, reserved, av
 		FROM inventory.stock WHERE sku = pg_temp.n(s) $$;
 
 BEGIN;
-SELECT plan(130);
+SELECT plan(132);
 -- the failed asks' warnings are checked by the regression test
 SET client_min_messages = error;
 
@@ -130,6 +142,9 @@ BEGIN
 		RETURN NULL;
 	ELSIF a = 'error' THEN
 		RAISE EXCEPTION 'payment service down';
+	ELSIF a = 'error-57014' THEN
+		-- as a remote server's statement_timeout reaches it through postgres_fdw or dblink
+		RAISE EXCEPTION 'canceling statement due to statement timeout' USING ERRCODE = 'query_canceled';
 	ELSIF a = 'slow' THEN
 		PERFORM pg_sleep(30);
 		RETURN 'confirm';
@@ -506,6 +521,17 @@ SELECT is(pg_temp.units('B'), 'on_hand=95 reserved=4 available=91', 'B: the late
 SELECT is_empty($$SELECT * FROM inventory.verify()$$, 'inventory.verify() is empty');
 
 ------------------------------------------------------------------------------
+-- an error of the function with the SQLSTATE of a cancel (57014) is its own:
+-- a failed ask, not a cancel of the round
+------------------------------------------------------------------------------
+SELECT pg_temp.order_answered('err57014', 'C', 1, 'error-57014') \g /dev/null
+SELECT todo('an error the reconciler raises as 57014 is taken for a cancel of the statement', 2) \g /dev/null
+SELECT is(pg_temp.round(), 'done', 'an error 57014 of the function does not fail the round');
+SELECT is(pg_temp.waits('err57014'), 'asks=1 last=an error: canceling statement due to statement timeout',
+		  '... it is a failed ask; the order waits');
+-- (either way the order is overdue and PENDING, and expired below)
+
+------------------------------------------------------------------------------
 -- the settings are a superuser's
 ------------------------------------------------------------------------------
 SET ROLE inv_test_rec_admin;
@@ -535,8 +561,8 @@ SELECT lives_ok($$DROP FUNCTION inv_test_rec.ask(text, integer) CASCADE$$, 'DROP
 SELECT is(to_regprocedure('inventory.reconciler(text, integer)'), NULL, '... drops the setting with it');
 
 SELECT pg_temp.order_answered('unasked', 'A', 1, 'confirm') \g /dev/null
--- overdue and PENDING: probe, wcart (2 lines), slow, late-dml, unasked
-SELECT is(inventory.expire(), 6::bigint, 'without a reconciler the expiry expires every overdue reservation');
+-- overdue and PENDING: probe, wcart (2 lines), slow, late-dml, err57014, unasked
+SELECT is(inventory.expire(), 7::bigint, 'without a reconciler the expiry expires every overdue reservation');
 SELECT is(pg_temp.lines('unasked') || ' ' || pg_temp.lines('wcart') || ' ' || pg_temp.lines('probe') || ' ' || pg_temp.lines('slow'),
 		  '1:EXPIRED 1:EXPIRED 2:EXPIRED 1:EXPIRED 1:EXPIRED', '... the waiting ones too, without asking');
 SELECT pg_temp.line('late-none', 1, 'A', 1) \g /dev/null
