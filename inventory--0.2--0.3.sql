@@ -264,8 +264,7 @@ COMMENT ON COLUMN inventory.reconcile_wait.first_asked IS 'when it was first ask
 COMMENT ON COLUMN inventory.reconcile_wait.next_ask IS 'when it is asked again';
 COMMENT ON COLUMN inventory.reconcile_wait.last_answer IS 'wait, or why the last ask failed';
 REVOKE ALL ON inventory.reconcile_wait FROM PUBLIC;
-GRANT SELECT, INSERT, UPDATE, DELETE ON inventory.reconcile_wait TO inventory_admin;
-GRANT SELECT ON inventory.reconcile_wait TO inventory_monitor;
+GRANT SELECT ON inventory.reconcile_wait TO inventory_admin, inventory_monitor;
 
 CREATE VIEW inventory.reconcile_waiting AS
 SELECT w.order_id, pg_catalog.count(*) AS lines, pg_catalog.sum(l.qty)::bigint AS units,

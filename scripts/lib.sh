@@ -13,7 +13,9 @@
 # inv_node_modules DIR: npm ci in DIR, the node packages of its package-lock.json.
 
 INV_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# the server's programs: PG_CONFIG's, when it names a PostgreSQL of its own
 INV_PGBIN=/usr/lib/postgresql/15/bin
+[ -n "${PG_CONFIG:-}" ] && [ -x "$PG_CONFIG" ] && INV_PGBIN=$("$PG_CONFIG" --bindir)
 INV_PACKAGES=(postgresql-15 postgresql-client-15 postgresql-server-dev-15
 	postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
 	libipc-run-perl postgresql-15-plproxy postgresql-15-wal2json pgbouncer gdb make gcc

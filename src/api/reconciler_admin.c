@@ -13,7 +13,6 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "catalog/pg_namespace.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
@@ -27,19 +26,6 @@
 #include "tables/catalog.h"
 #include "tables/reconciler.h"
 
-static Oid
-SchemaOwner(Oid nsp)
-{
-	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for schema %u", nsp);
-	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
-	ReleaseSysCache(tup);
-	return owner;
-}
-
 /* Runs the statements as the owner of the extension's schema. */
 static void
 RunAsSchemaOwner(const char *const *sql, int n)
@@ -48,7 +34,7 @@ RunAsSchemaOwner(const char *const *sql, int n)
 	int			save_sec_context;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(SchemaOwner(InvGetCatalog()->schema),
+	SetUserIdAndSecContext(InvSchemaOwner(),
 						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	PG_TRY();
 	{
@@ -78,10 +64,12 @@ inventory_set_reconciler(PG_FUNCTION_ARGS)
 									  RECONCILER_NAME);
 	if (PG_ARGISNULL(0))
 	{
-		const char *sql[1];
+		const char *sql[2];
 
+		/* the waits were for its next asks */
 		sql[0] = psprintf("DROP FUNCTION IF EXISTS %s(text, integer)", self);
-		RunAsSchemaOwner(sql, 1);
+		sql[1] = "DELETE FROM inventory.reconcile_wait";
+		RunAsSchemaOwner(sql, 2);
 	}
 	else
 	{

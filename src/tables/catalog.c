@@ -10,6 +10,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "utils/inval.h"
@@ -147,4 +148,18 @@ CatalogNotNullDatum(Datum d, bool isnull, const char *column)
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("%s must not be null", column)));
 	return DatumGetTextPP(d);
+}
+
+/* The owner of the extension's schema: the role its own DDL and writes run as. */
+Oid
+InvSchemaOwner(void)
+{
+	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(InvGetCatalog()->schema));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for schema %u", InvGetCatalog()->schema);
+	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+	ReleaseSysCache(tup);
+	return owner;
 }

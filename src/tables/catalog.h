@@ -51,6 +51,7 @@ typedef struct InvCatalog
 } InvCatalog;
 
 extern const InvCatalog *InvGetCatalog(void);
+extern Oid	InvSchemaOwner(void);
 extern text *CatalogNotNullText(HeapTuple tup, TupleDesc desc, AttrNumber att,
 								const char *column);
 extern text *CatalogNotNullDatum(Datum d, bool isnull, const char *column);

@@ -38,6 +38,7 @@
 #include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timeout.h"
@@ -187,7 +188,10 @@ static InvStmt next_due = {
 	"                      WHERE w.order_id OPERATOR(pg_catalog.=) l.order_id"
 	"                        AND w.next_ask OPERATOR(pg_catalog.>) $1)"
 	"   ORDER BY l.expires_at LIMIT 1),"
-	" (SELECT pg_catalog.min(w.next_ask) FROM inventory.reconcile_wait w))",
+	" (SELECT pg_catalog.min(w.next_ask) FROM inventory.reconcile_wait w"
+	"   WHERE EXISTS (SELECT FROM inventory.ledger l"
+	"                  WHERE l.order_id OPERATOR(pg_catalog.=) w.order_id"
+	"                    AND l.state OPERATOR(pg_catalog.=) 'PENDING')))",
 	1, {TIMESTAMPTZOID}
 };
 
@@ -306,8 +310,14 @@ Ask(const Reconciler *r, Datum order_id, int32 batch_id, char **said)
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
 		SetUserIdAndSecContext(save_userid, save_sec_context);
-		/* someone cancelled the statement: that is not the reconciler's answer */
-		if (!timed_out && edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		/*
+		 * This statement was cancelled (pg_cancel_backend, the caller's
+		 * statement_timeout): that is not the reconciler's answer.  Told
+		 * apart from a 57014 that the application's code raised or relayed
+		 * by where it was raised.
+		 */
+		if (!timed_out && edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+			edata->funcname != NULL && strcmp(edata->funcname, "ProcessInterrupts") == 0)
 			ReThrowError(edata);
 		*said = timed_out ?
 			psprintf("no answer within inventory.reconcile_timeout (%d ms)", inv_reconcile_timeout) :
@@ -316,6 +326,31 @@ Ask(const Reconciler *r, Datum order_id, int32 batch_id, char **said)
 	}
 	PG_END_TRY();
 	return answer;
+}
+
+/*
+ * Writes inventory.reconcile_wait, which only the extension writes: as the
+ * owner of its schema, so that no role that could be a reconciler's owner
+ * needs to be able to write it (and no reconciler can reset its own asks).
+ */
+static void
+WaitStmtRun(InvStmt *stmt, Datum *values)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(InvSchemaOwner(),
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	PG_TRY();
+	{
+		InvStmtRun(stmt, values, NULL, false, 0);
+	}
+	PG_FINALLY();
+	{
+		SetUserIdAndSecContext(save_userid, save_sec_context);
+	}
+	PG_END_TRY();
 }
 
 /* Settles the order's overdue lines; how many. */
@@ -330,7 +365,7 @@ Settle(InvStmt *stmt, Datum order_id, TimestampTz now)
 	/* the one write that may confirm past expires_at (trigger.c) */
 	n = stmt == &confirm_order ? RunLateConfirm(stmt, values) :
 		InvStmtRun(stmt, values, NULL, false, 0);
-	InvStmtRun(&forget_order, values, NULL, false, 0);
+	WaitStmtRun(&forget_order, values);
 	return n;
 }
 
@@ -345,7 +380,7 @@ Wait(Datum order_id, TimestampTz now, const char *said)
 	values[1] = TimestampTzGetDatum(now);
 	values[2] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(now, (int64) inv_reconcile_retry * 1000));
 	values[3] = CStringGetTextDatum(said);
-	InvStmtRun(&wait_order, values, NULL, false, 0);
+	WaitStmtRun(&wait_order, values);
 	values[1] = TimestampTzGetDatum(now);
 	InvStmtRun(&waiting_lines, values, NULL, false, 1);
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -376,7 +411,7 @@ ReconcileOverdue(const Reconciler *r, int64 max_orders, ReconcileCounts *counts,
 
 	*more = false;
 	spi = InvSpiConnect();
-	InvStmtRun(&forget_settled, NULL, NULL, false, 0);
+	WaitStmtRun(&forget_settled, NULL);
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = Int64GetDatum(limit + 1);
 	n = (int) InvStmtRun(&overdue_orders, values, NULL, false, 0);

@@ -20,11 +20,10 @@
 -- without one; direct DML still may not confirm past expires_at.  fn cannot
 -- be dropped while it is the reconciler; with CASCADE the setting goes and
 -- the expiry expires without asking.  The settings are for superusers.
--- Two promises are marked TODO, not yet kept: inside the ask, writes to
--- inventory.reconcile_wait are not refused (the reconciler's owner, an
--- inventory_admin, may write it, and could reset an order's asks); an
--- error the function raises with SQLSTATE 57014 fails the whole round as
--- if the statement had been cancelled.
+-- Inside the ask, inventory.reconcile_wait cannot be written either (only
+-- the extension writes it, so no reconciler resets its own asks); an error
+-- the function raises with SQLSTATE 57014 is its own, a failed ask, not a
+-- cancel of the round.
 --
 -- The SKUs are committed first (units restocked in the test's transaction
 -- are not on sale until it commits); everything else, roles and the
@@ -248,8 +247,11 @@ SELECT ok(has_table_privilege('inventory_monitor', 'inventory.reconcile_waiting'
 		  'inventory_monitor reads reconcile_waiting, reconcile_wait and reconcile_stats');
 SELECT ok(NOT has_table_privilege('inventory_monitor', 'inventory.reconcile_wait', 'INSERT')
 		  AND NOT has_table_privilege('inventory_monitor', 'inventory.reconcile_wait', 'UPDATE')
-		  AND NOT has_table_privilege('inventory_monitor', 'inventory.reconcile_wait', 'DELETE'),
-		  'inventory_monitor writes nothing of reconcile_wait');
+		  AND NOT has_table_privilege('inventory_monitor', 'inventory.reconcile_wait', 'DELETE')
+		  AND NOT has_table_privilege('inventory_admin', 'inventory.reconcile_wait', 'INSERT')
+		  AND NOT has_table_privilege('inventory_admin', 'inventory.reconcile_wait', 'UPDATE')
+		  AND NOT has_table_privilege('inventory_admin', 'inventory.reconcile_wait', 'DELETE'),
+		  'neither inventory_monitor nor inventory_admin writes reconcile_wait: only the extension does');
 SELECT ok(NOT has_table_privilege('inventory_app', 'inventory.reconcile_waiting', 'SELECT')
 		  AND NOT has_table_privilege('inventory_app', 'inventory.reconcile_wait', 'SELECT')
 		  AND NOT has_function_privilege('inventory_app', 'inventory.reconcile_stats()', 'EXECUTE'),
@@ -388,7 +390,6 @@ SELECT results_eq($$SELECT what, sqlstate, message FROM inv_test_rec.probes
 					('sku', 'a reconciler cannot use the inventory functions or write the inventory tables'),
 					('temp', 'cannot create temporary table within security-restricted operation')) v(w, m) ORDER BY w$$,
 				  'inside the ask, the inventory API, writes to the ledger and the SKUs, and temporary tables are refused (42501)');
-SELECT todo('inventory.reconcile_wait is written by the expiry alone', 1) \g /dev/null
 SELECT is((SELECT sqlstate FROM inv_test_rec.probes WHERE what = 'reconcile_wait'), '42501',
 		  'inside the ask, writes to inventory.reconcile_wait are refused (42501)');
 SELECT is(pg_temp.lines('probe'), '1:PENDING', 'the refused calls changed nothing: the probing order waits');
@@ -525,7 +526,6 @@ SELECT is_empty($$SELECT * FROM inventory.verify()$$, 'inventory.verify() is emp
 -- a failed ask, not a cancel of the round
 ------------------------------------------------------------------------------
 SELECT pg_temp.order_answered('err57014', 'C', 1, 'error-57014') \g /dev/null
-SELECT todo('an error the reconciler raises as 57014 is taken for a cancel of the statement', 2) \g /dev/null
 SELECT is(pg_temp.round(), 'done', 'an error 57014 of the function does not fail the round');
 SELECT is(pg_temp.waits('err57014'), 'asks=1 last=an error: canceling statement due to statement timeout',
 		  '... it is a failed ask; the order waits');
