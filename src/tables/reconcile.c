@@ -48,12 +48,6 @@
 #include "tables/reconcile.h"
 #include "tables/stmt.h"
 
-/*
- * Fewer subtransactions than this per transaction: past 64, every
- * snapshot taken on the server scans pg_subtrans.
- */
-#define RECONCILE_ASKS_PER_XACT 63
-
 /* settings */
 static int	inv_reconcile_timeout = 1000;	/* ms */
 static int	inv_reconcile_retry = 60;	/* s */
@@ -115,7 +109,7 @@ static InvStmt overdue_orders = {
 	"    AND NOT EXISTS (SELECT FROM inventory.reconcile_wait w"
 	"                     WHERE w.order_id OPERATOR(pg_catalog.=) l.order_id"
 	"                       AND w.next_ask OPERATOR(pg_catalog.>) $1)"
-	"  ORDER BY l.expires_at, l.order_id, l.batch_id"
+	"  ORDER BY l.expires_at"
 	"  LIMIT $2 OPERATOR(pg_catalog.*) 4)"
 	" SELECT d.order_id, pg_catalog.min(d.batch_id), pg_catalog.min(d.expires_at),"
 	"        COALESCE(w.asks, 0)"
@@ -387,93 +381,96 @@ Wait(Datum order_id, TimestampTz now, const char *said)
 }
 
 /*
- * One round: asks about up to max_orders overdue orders (fewer than 64,
- * and as many as inventory.reconcile_budget allows) and applies the
- * answers.  Returns the reservations settled, adds every outcome to
- * *counts, and sets *more when overdue orders were left for another
- * round.  In the caller's transaction, with an active snapshot.
+ * The overdue orders to ask about, oldest due first, at most max, in cxt;
+ * *more when there are others.  Forgets first the waits of orders settled
+ * since.  In the caller's transaction, with an active snapshot.
  */
-int64
-ReconcileOverdue(const Reconciler *r, int64 max_orders, ReconcileCounts *counts, bool *more)
+int
+ReconcileCandidates(int max, MemoryContext cxt, ReconcileOrder **orders, bool *more)
 {
-	TimestampTz now = GetCurrentStatementStartTimestamp();
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), inv_reconcile_budget);
-	int64		limit = max_orders < 0 || max_orders > RECONCILE_ASKS_PER_XACT ?
-		RECONCILE_ASKS_PER_XACT : max_orders;
 	Datum		values[2];
-	int64		settled = 0;
 	int			spi;
 	int			n;
-	char	  **orders;
-	int32	   *batches;
-	TimestampTz *dues;
-	int32	   *asks;
+	ReconcileOrder *o;
 
-	*more = false;
 	spi = InvSpiConnect();
 	WaitStmtRun(&forget_settled, NULL);
-	values[0] = TimestampTzGetDatum(now);
-	values[1] = Int64GetDatum(limit + 1);
+	values[0] = TimestampTzGetDatum(GetCurrentStatementStartTimestamp());
+	values[1] = Int64GetDatum((int64) max + 1);
 	n = (int) InvStmtRun(&overdue_orders, values, NULL, false, 0);
-	if (n > limit)
-	{
-		*more = true;
-		n = (int) limit;
-	}
-	orders = palloc(n * sizeof(char *));
-	batches = palloc(n * sizeof(int32));
-	dues = palloc(n * sizeof(TimestampTz));
-	asks = palloc(n * sizeof(int32));
+	*more = n > max;
+	if (*more)
+		n = max;
+	o = MemoryContextAlloc(cxt, Max(n, 1) * sizeof(ReconcileOrder));
 	for (int i = 0; i < n; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
+		char	   *order_id = TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull));
 
-		orders[i] = TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull));
-		batches[i] = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-		dues[i] = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
-		asks[i] = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+		o[i].order_id = MemoryContextStrdup(cxt, order_id);
+		o[i].batch_id = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		o[i].due = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
+		o[i].asks = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
 	}
+	InvSpiFinish(spi);
+	*orders = o;
+	return n;
+}
 
-	for (int i = 0; i < n; i++)
+/*
+ * Asks about the orders (at most RECONCILE_ASKS_PER_XACT) and settles them
+ * as the reconciler answers, while deadline has not passed; returns how
+ * many it handled, adds every outcome to *counts and the reservations
+ * settled to *settled.  In the caller's transaction, with an active
+ * snapshot: each ask is a subtransaction of it.
+ */
+int
+ReconcileOrders(const Reconciler *r, const ReconcileOrder *orders, int n,
+				TimestampTz deadline, ReconcileCounts *counts, int64 *settled)
+{
+	TimestampTz now = GetCurrentStatementStartTimestamp();
+	int			spi;
+	int			i;
+
+	Assert(n <= RECONCILE_ASKS_PER_XACT);
+	spi = InvSpiConnect();
+	for (i = 0; i < n; i++)
 	{
-		Datum		order_id = CStringGetTextDatum(orders[i]);
+		Datum		order_id = CStringGetTextDatum(orders[i].order_id);
 		char	   *said = NULL;
 		Answer		answer;
 		int64		k;
 
-		if (asks[i] >= inv_reconcile_max_asks ||
-			now >= TimestampTzPlusMilliseconds(dues[i], (int64) inv_reconcile_max_wait * 1000))
+		if (orders[i].asks >= inv_reconcile_max_asks ||
+			now >= TimestampTzPlusMilliseconds(orders[i].due, (int64) inv_reconcile_max_wait * 1000))
 		{
 			/* asked enough: the stock is not held for ever */
 			k = Settle(&expire_order, order_id, now);
 			counts->expired += k;
-			settled += k;
+			*settled += k;
 			continue;
 		}
 		if (GetCurrentTimestamp() >= deadline)
-		{
-			*more = true;
 			break;
-		}
-		answer = Ask(r, order_id, batches[i], &said);
+		answer = Ask(r, order_id, orders[i].batch_id, &said);
 		switch (answer)
 		{
 			case ANSWER_CONFIRM:
 				k = Settle(&confirm_order, order_id, now);
 				counts->confirmed += k;
-				settled += k;
+				*settled += k;
 				break;
 			case ANSWER_CANCEL:
 				k = Settle(&cancel_order, order_id, now);
 				counts->cancelled += k;
-				settled += k;
+				*settled += k;
 				break;
 			case ANSWER_EXPIRE:
 				k = Settle(&expire_order, order_id, now);
 				counts->expired += k;
-				settled += k;
+				*settled += k;
 				break;
 			case ANSWER_WAIT:
 				counts->waited += Wait(order_id, now, said);
@@ -481,7 +478,7 @@ ReconcileOverdue(const Reconciler *r, int64 max_orders, ReconcileCounts *counts,
 			case ANSWER_FAILED:
 				ereport(WARNING,
 						(errmsg("the reconciler of database \"%s\" could not be asked about order \"%s\" (batch_id %d): %s",
-								get_database_name(MyDatabaseId), orders[i], batches[i], said),
+								get_database_name(MyDatabaseId), orders[i].order_id, orders[i].batch_id, said),
 						 errdetail("The order waits, and is asked again in inventory.reconcile_retry (%d s); it is expired after inventory.reconcile_max_asks (%d) asks.",
 								   inv_reconcile_retry, inv_reconcile_max_asks)));
 				counts->failed += Wait(order_id, now, said);
@@ -489,6 +486,35 @@ ReconcileOverdue(const Reconciler *r, int64 max_orders, ReconcileCounts *counts,
 		}
 	}
 	InvSpiFinish(spi);
+	return i;
+}
+
+/* The time a round may spend asking, from now. */
+TimestampTz
+ReconcileDeadline(void)
+{
+	return TimestampTzPlusMilliseconds(GetCurrentTimestamp(), inv_reconcile_budget);
+}
+
+/*
+ * One round in the caller's transaction, as inventory.expire() runs it:
+ * asks about up to max_orders overdue orders (all: as many as one
+ * transaction asks, RECONCILE_ASKS_PER_XACT) within
+ * inventory.reconcile_budget, and settles them.  Returns the reservations
+ * settled; *more when overdue orders were left.
+ */
+int64
+ReconcileOverdue(const Reconciler *r, int64 max_orders, ReconcileCounts *counts, bool *more)
+{
+	int			limit = max_orders < 0 || max_orders > RECONCILE_ASKS_PER_XACT ?
+		RECONCILE_ASKS_PER_XACT : (int) max_orders;
+	ReconcileOrder *orders;
+	int64		settled = 0;
+	int			n;
+
+	n = ReconcileCandidates(limit, CurrentMemoryContext, &orders, more);
+	if (ReconcileOrders(r, orders, n, ReconcileDeadline(), counts, &settled) < n)
+		*more = true;
 	return settled;
 }
 

@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "utils/palloc.h"
 
 #include "tables/reconciler.h"
 
@@ -21,7 +22,27 @@ typedef struct ReconcileCounts
 	int64		failed;			/* no answer it could use: they wait too */
 } ReconcileCounts;
 
+/*
+ * Fewer asks than this per transaction, each a subtransaction: past 64,
+ * every snapshot taken on the server scans pg_subtrans.
+ */
+#define RECONCILE_ASKS_PER_XACT 63
+
+/* an overdue order to ask about */
+typedef struct ReconcileOrder
+{
+	char	   *order_id;
+	int32		batch_id;		/* its first overdue line */
+	TimestampTz due;			/* when the first fell due */
+	int32		asks;			/* asks so far */
+} ReconcileOrder;
+
 extern void ReconcileInit(void);
+extern int	ReconcileCandidates(int max, MemoryContext cxt, ReconcileOrder **orders,
+								bool *more);
+extern int	ReconcileOrders(const Reconciler *r, const ReconcileOrder *orders, int n,
+							TimestampTz deadline, ReconcileCounts *counts, int64 *settled);
+extern TimestampTz ReconcileDeadline(void);
 extern int64 ReconcileOverdue(const Reconciler *r, int64 max_orders,
 							  ReconcileCounts *counts, bool *more);
 extern TimestampTz ReconcileNextDue(void);

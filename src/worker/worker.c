@@ -44,6 +44,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/json.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -193,6 +194,61 @@ WorkerNotify(void)
 	CacheNotesSent(notes, n, now);
 }
 
+/*
+ * The expiry of a round in a database with a reconciler: the overdue
+ * orders are read once (up to inventory.expire_batch), then asked about
+ * and settled in transactions of RECONCILE_ASKS_PER_XACT orders each,
+ * until inventory.reconcile_budget is spent.  Returns the reservations
+ * expired; *backlog when overdue orders are left.
+ */
+static int64
+WorkerReconcile(bool *backlog)
+{
+	static MemoryContext round_cxt = NULL;
+	ReconcileCounts counts = {0};
+	ReconcileOrder *orders;
+	TimestampTz deadline;
+	int64		settled = 0;
+	int			n;
+	int			done = 0;
+
+	if (round_cxt == NULL)
+		round_cxt = AllocSetContextCreate(TopMemoryContext, "inventory reconcile round",
+										  ALLOCSET_DEFAULT_SIZES);
+	MemoryContextReset(round_cxt);
+	pgstat_report_activity(STATE_RUNNING, "inventory: asking the reconciler about overdue reservations");
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	n = ReconcileCandidates(inv_expire_batch, round_cxt, &orders, backlog);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	deadline = ReconcileDeadline();
+	while (done < n)
+	{
+		Reconciler	r;
+		int			chunk = Min(n - done, RECONCILE_ASKS_PER_XACT);
+		int			handled = 0;
+
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		/* set_reconciler(NULL) meanwhile: the next round expires them */
+		if (ReconcilerFind(&r))
+			handled = ReconcileOrders(&r, orders + done, chunk, deadline, &counts, &settled);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		done += handled;
+		if (handled < chunk)
+			break;
+	}
+	if (done < n)
+		*backlog = true;
+	PoolReconcileReport(&counts);
+	return counts.expired;
+}
+
 /* One round; reports what it did and when work is due next. */
 static void
 WorkerRound(void)
@@ -242,12 +298,12 @@ WorkerRound(void)
 	}
 	if (ReconcilerFind(&reconciler))
 	{
-		ReconcileCounts counts = {0};
-
-		pgstat_report_activity(STATE_RUNNING, "inventory: asking the reconciler about overdue reservations");
-		(void) ReconcileOverdue(&reconciler, inv_expire_batch, &counts, &backlog);
-		PoolReconcileReport(&counts);
-		expired = counts.expired;
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		expired = WorkerReconcile(&backlog);
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
 	}
 	else
 	{
