@@ -366,10 +366,12 @@ TO inventory_app;
 -- fails stops there and raises its error; one whose giving partition
 -- fails asks the next.
 
--- The movements of transfers: only withdraws (batch 1) and restocks
--- (batch 2) under a key of the router's own form, so that no reservation
--- or other movement under a look-alike key is ever taken for one.
-CREATE OR REPLACE FUNCTION inventory._transfer_rows(parts integer[])
+-- The movements of transfers, of one SKU or (t_sku NULL) of every SKU:
+-- only withdraws (batch 1) and restocks (batch 2) under a key of the
+-- router's own form, so that no reservation or other movement under a
+-- look-alike key is ever taken for one.
+DROP FUNCTION inventory._transfer_rows(integer[]);
+CREATE FUNCTION inventory._transfer_rows(parts integer[], t_sku text)
 	RETURNS TABLE (order_id text, batch_id integer, sku text, qty bigint)
 	LANGUAGE plproxy
 	AS $$
@@ -378,28 +380,12 @@ CREATE OR REPLACE FUNCTION inventory._transfer_rows(parts integer[])
 	RUN ON parts;
 	SELECT l.order_id, l.batch_id, l.sku, l.qty FROM inventory.ledger l
 	 WHERE l.order_id >= 'inventory:transfer:' AND l.order_id < 'inventory:transfer;'
+	   AND (t_sku IS NULL OR l.sku = t_sku)
 	   AND ((l.batch_id = 1 AND l.kind = 'withdraw') OR (l.batch_id = 2 AND l.kind = 'restock'))
 	   AND l.order_id ~ '^inventory:transfer:[0-9]{1,9}:[0-9]{1,9}:';
 $$;
-COMMENT ON FUNCTION inventory._transfer_rows(integer[]) IS
-	'the movements of transfers on the partitions';
-
--- The same, of one SKU.
-CREATE FUNCTION inventory._transfer_rows_of(parts integer[], t_sku text)
-	RETURNS TABLE (order_id text, batch_id integer, sku text, qty bigint)
-	LANGUAGE plproxy
-	AS $$
-	CLUSTER 'inventory_cluster';
-	SPLIT parts;
-	RUN ON parts;
-	SELECT l.order_id, l.batch_id, l.sku, l.qty FROM inventory.ledger l
-	 WHERE l.order_id >= 'inventory:transfer:' AND l.order_id < 'inventory:transfer;'
-	   AND l.sku = t_sku
-	   AND ((l.batch_id = 1 AND l.kind = 'withdraw') OR (l.batch_id = 2 AND l.kind = 'restock'))
-	   AND l.order_id ~ '^inventory:transfer:[0-9]{1,9}:[0-9]{1,9}:';
-$$;
-COMMENT ON FUNCTION inventory._transfer_rows_of(integer[], text) IS
-	'the movements of a SKU''s transfers on the partitions';
+COMMENT ON FUNCTION inventory._transfer_rows(integer[], text) IS
+	'the movements of transfers on the partitions, of one SKU or (NULL) of every SKU';
 
 DROP FUNCTION inventory._transfer(text, integer, integer, bigint);
 
@@ -482,7 +468,7 @@ BEGIN
 	IF strict THEN
 		SELECT pg_catalog.array_agg(r.order_id), pg_catalog.array_agg(r.batch_id), pg_catalog.array_agg(r.qty)
 		  INTO o, b, q
-		  FROM inventory._transfer_rows_of(parts, _finish_transfers.sku) r;
+		  FROM inventory._transfer_rows(parts, _finish_transfers.sku) r;
 		asked := parts;
 	ELSE
 		FOREACH p IN ARRAY parts LOOP
@@ -491,7 +477,7 @@ BEGIN
 					   b OPERATOR(pg_catalog.||) coalesce(pg_catalog.array_agg(r.batch_id), '{}'),
 					   q OPERATOR(pg_catalog.||) coalesce(pg_catalog.array_agg(r.qty), '{}')
 				  INTO o, b, q
-				  FROM inventory._transfer_rows_of(ARRAY[p], _finish_transfers.sku) r;
+				  FROM inventory._transfer_rows(ARRAY[p], _finish_transfers.sku) r;
 				asked := asked OPERATOR(pg_catalog.||) p;
 			EXCEPTION WHEN OTHERS THEN
 				NULL;
@@ -749,13 +735,13 @@ $$;
 
 REVOKE EXECUTE ON FUNCTION
 	inventory._transfer(text, integer, integer, bigint, boolean),
-	inventory._transfer_rows_of(integer[], text),
+	inventory._transfer_rows(integer[], text),
 	inventory._finish_transfers(text, boolean),
 	inventory._available_each(integer[], text)
 FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
 	inventory._transfer(text, integer, integer, bigint, boolean),
-	inventory._transfer_rows_of(integer[], text),
+	inventory._transfer_rows(integer[], text),
 	inventory._finish_transfers(text, boolean),
 	inventory._available_each(integer[], text)
 TO inventory_admin;
@@ -794,7 +780,7 @@ BEGIN
 		BEGIN
 			SELECT true, NULL, x.skus, x.holds INTO n.reachable, n.error, n.skus, n.holds
 			  FROM inventory._node_info(i) x;
-			FOR t IN SELECT * FROM inventory._transfer_rows(ARRAY[i]) LOOP
+			FOR t IN SELECT * FROM inventory._transfer_rows(ARRAY[i], NULL) LOOP
 				moves := moves || (t.order_id || '/' || t.batch_id);
 				IF t.batch_id = 1 THEN
 					sent := sent || t.order_id;

@@ -12,45 +12,16 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
-#include "executor/spi.h"
 #include "fmgr.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
-#include "utils/syscache.h"
 
 #include "api/args.h"
 #include "tables/catalog.h"
 #include "tables/reconciler.h"
-
-/* Runs the statements as the owner of the extension's schema. */
-static void
-RunAsSchemaOwner(const char *const *sql, int n)
-{
-	Oid			save_userid;
-	int			save_sec_context;
-
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(InvSchemaOwner(),
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	PG_TRY();
-	{
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		for (int i = 0; i < n; i++)
-			if (SPI_execute(sql[i], false, 0) < 0)
-				elog(ERROR, "SPI_execute failed: %s", sql[i]);
-		SPI_finish();
-	}
-	PG_FINALLY();
-	{
-		SetUserIdAndSecContext(save_userid, save_sec_context);
-	}
-	PG_END_TRY();
-}
+#include "tables/stmt.h"
 
 PG_FUNCTION_INFO_V1(inventory_set_reconciler);
 Datum
@@ -69,7 +40,7 @@ inventory_set_reconciler(PG_FUNCTION_ARGS)
 		/* the waits were for its next asks */
 		sql[0] = psprintf("DROP FUNCTION IF EXISTS %s(text, integer)", self);
 		sql[1] = "DELETE FROM inventory.reconcile_wait";
-		RunAsSchemaOwner(sql, 2);
+		InvSqlRunAsOwner(sql, 2);
 	}
 	else
 	{
@@ -90,7 +61,7 @@ inventory_set_reconciler(PG_FUNCTION_ARGS)
 		sql[3] = psprintf("COMMENT ON FUNCTION %s(text, integer) IS %s", self,
 						  quote_literal_cstr(psprintf("the reconciler of this database, set by inventory.set_reconciler(): the expiry asks %s about each overdue reservation, as its owner",
 													  format_procedure(target))));
-		RunAsSchemaOwner(sql, 4);
+		InvSqlRunAsOwner(sql, 4);
 		if (!ReconcilerFind(&r) || r.target != target)
 			elog(ERROR, "inventory.reconciler does not call the function just set");
 	}

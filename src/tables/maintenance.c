@@ -228,3 +228,59 @@ FoldSettled(char **skus, int nskus, int64 max_rows, bool wait)
 	InvSpiFinish(spi);
 	return folded;
 }
+
+/* The expires_at of the first PENDING reservation (a 0.2 schema). */
+static InvStmt first_expiry = {
+	"SELECT pg_catalog.min(expires_at) FROM inventory.ledger"
+	" WHERE NOT folded AND state OPERATOR(pg_catalog.=) 'PENDING'",
+	0
+};
+
+/*
+ * When the expiry is next due: the first PENDING reservation's expires_at,
+ * skipping the orders that wait for a later ask, or the first later ask.
+ */
+static InvStmt next_due = {
+	"SELECT LEAST("
+	" (SELECT l.expires_at FROM inventory.ledger l"
+	"   WHERE NOT l.folded AND l.state OPERATOR(pg_catalog.=) 'PENDING'"
+	"     AND NOT EXISTS (SELECT FROM inventory.reconcile_wait w"
+	"                      WHERE w.order_id OPERATOR(pg_catalog.=) l.order_id"
+	"                        AND w.next_ask OPERATOR(pg_catalog.>) $1)"
+	"   ORDER BY l.expires_at LIMIT 1),"
+	" (SELECT pg_catalog.min(w.next_ask) FROM inventory.reconcile_wait w"
+	"   WHERE EXISTS (SELECT FROM inventory.ledger l"
+	"                  WHERE l.order_id OPERATOR(pg_catalog.=) w.order_id"
+	"                    AND l.state OPERATOR(pg_catalog.=) 'PENDING')))",
+	1, {TIMESTAMPTZOID}
+};
+
+/*
+ * When the expiry is next due, or DT_NOEND: the first PENDING
+ * reservation's expires_at, or for an order that waits for its
+ * reconciler's next ask (tables/reconcile.c), that ask.
+ */
+TimestampTz
+ExpiryNextDue(void)
+{
+	TimestampTz result = DT_NOEND;
+	Datum		values[1];
+	int			spi = InvSpiConnect();
+	uint64		n;
+
+	values[0] = TimestampTzGetDatum(GetCurrentTimestamp());
+	if (OidIsValid(InvGetCatalog()->reconcile_wait_rel))
+		n = InvStmtRun(&next_due, values, NULL, false, 1);
+	else
+		n = InvStmtRun(&first_expiry, NULL, NULL, false, 1);
+	if (n == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			result = DatumGetTimestampTz(d);
+	}
+	InvSpiFinish(spi);
+	return result;
+}

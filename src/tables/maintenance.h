@@ -11,6 +11,7 @@
 #include "datatype/timestamp.h"
 
 extern int64 ExpireOverdue(int64 max_rows, TimestampTz *from);
+extern TimestampTz ExpiryNextDue(void);
 extern int64 FoldSettled(char **skus, int nskus, int64 max_rows, bool wait);
 extern bool FoldInProgress(void);
 

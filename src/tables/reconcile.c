@@ -170,25 +170,6 @@ static InvStmt forget_settled = {
 	0
 };
 
-/*
- * When the expiry is next due: the first PENDING reservation's expires_at,
- * skipping the orders that wait for a later ask, or the first later ask.
- */
-static InvStmt next_due = {
-	"SELECT LEAST("
-	" (SELECT l.expires_at FROM inventory.ledger l"
-	"   WHERE NOT l.folded AND l.state OPERATOR(pg_catalog.=) 'PENDING'"
-	"     AND NOT EXISTS (SELECT FROM inventory.reconcile_wait w"
-	"                      WHERE w.order_id OPERATOR(pg_catalog.=) l.order_id"
-	"                        AND w.next_ask OPERATOR(pg_catalog.>) $1)"
-	"   ORDER BY l.expires_at LIMIT 1),"
-	" (SELECT pg_catalog.min(w.next_ask) FROM inventory.reconcile_wait w"
-	"   WHERE EXISTS (SELECT FROM inventory.ledger l"
-	"                  WHERE l.order_id OPERATOR(pg_catalog.=) w.order_id"
-	"                    AND l.state OPERATOR(pg_catalog.=) 'PENDING')))",
-	1, {TIMESTAMPTZOID}
-};
-
 typedef enum Answer
 {
 	ANSWER_CONFIRM,
@@ -323,29 +304,10 @@ Ask(const Reconciler *r, Datum order_id, int32 batch_id, char **said)
 }
 
 /*
- * Writes inventory.reconcile_wait, which only the extension writes: as the
- * owner of its schema, so that no role that could be a reconciler's owner
- * needs to be able to write it (and no reconciler can reset its own asks).
+ * inventory.reconcile_wait is written by the extension alone, as its
+ * schema's owner, so that no role that could be a reconciler's owner needs
+ * to write it (and no reconciler can reset its own asks).
  */
-static void
-WaitStmtRun(InvStmt *stmt, Datum *values)
-{
-	Oid			save_userid;
-	int			save_sec_context;
-
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(InvSchemaOwner(),
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	PG_TRY();
-	{
-		InvStmtRun(stmt, values, NULL, false, 0);
-	}
-	PG_FINALLY();
-	{
-		SetUserIdAndSecContext(save_userid, save_sec_context);
-	}
-	PG_END_TRY();
-}
 
 /* Settles the order's overdue lines; how many. */
 static int64
@@ -359,7 +321,7 @@ Settle(InvStmt *stmt, Datum order_id, TimestampTz now)
 	/* the one write that may confirm past expires_at (trigger.c) */
 	n = stmt == &confirm_order ? RunLateConfirm(stmt, values) :
 		InvStmtRun(stmt, values, NULL, false, 0);
-	WaitStmtRun(&forget_order, values);
+	InvStmtRunAsOwner(&forget_order, values);
 	return n;
 }
 
@@ -374,7 +336,7 @@ Wait(Datum order_id, TimestampTz now, const char *said)
 	values[1] = TimestampTzGetDatum(now);
 	values[2] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(now, (int64) inv_reconcile_retry * 1000));
 	values[3] = CStringGetTextDatum(said);
-	WaitStmtRun(&wait_order, values);
+	InvStmtRunAsOwner(&wait_order, values);
 	values[1] = TimestampTzGetDatum(now);
 	InvStmtRun(&waiting_lines, values, NULL, false, 1);
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -394,7 +356,7 @@ ReconcileCandidates(int max, MemoryContext cxt, ReconcileOrder **orders, bool *m
 	ReconcileOrder *o;
 
 	spi = InvSpiConnect();
-	WaitStmtRun(&forget_settled, NULL);
+	InvStmtRunAsOwner(&forget_settled, NULL);
 	values[0] = TimestampTzGetDatum(GetCurrentStatementStartTimestamp());
 	values[1] = Int64GetDatum((int64) max + 1);
 	n = (int) InvStmtRun(&overdue_orders, values, NULL, false, 0);
@@ -516,25 +478,4 @@ ReconcileOverdue(const Reconciler *r, int64 max_orders, ReconcileCounts *counts,
 	if (ReconcileOrders(r, orders, n, ReconcileDeadline(), counts, &settled) < n)
 		*more = true;
 	return settled;
-}
-
-/* When the expiry is next due, waits for the reconciler included. */
-TimestampTz
-ReconcileNextDue(void)
-{
-	TimestampTz result = DT_NOEND;
-	Datum		values[1];
-	int			spi = InvSpiConnect();
-
-	values[0] = TimestampTzGetDatum(GetCurrentTimestamp());
-	if (InvStmtRun(&next_due, values, NULL, false, 1) == 1)
-	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			result = DatumGetTimestampTz(d);
-	}
-	InvSpiFinish(spi);
-	return result;
 }

@@ -45,6 +45,5 @@ extern int	ReconcileOrders(const Reconciler *r, const ReconcileOrder *orders, in
 extern TimestampTz ReconcileDeadline(void);
 extern int64 ReconcileOverdue(const Reconciler *r, int64 max_orders,
 							  ReconcileCounts *counts, bool *more);
-extern TimestampTz ReconcileNextDue(void);
 
 #endif							/* INVENTORY_RECONCILE_H */

@@ -16,6 +16,8 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
 
@@ -81,4 +83,67 @@ InvStmtRun(InvStmt *stmt, Datum *values, const char *nulls, bool latest,
 		elog(ERROR, "could not run \"%s\": %s", stmt->sql,
 			 SPI_result_code_string(rc));
 	return SPI_processed;
+}
+
+/*
+ * Runs run(arg) as the owner of the extension's schema: the extension's
+ * own writes and DDL that the role calling them may not make.
+ */
+static void
+AsSchemaOwner(void (*run) (void *), void *arg)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(InvSchemaOwner(), save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	PG_TRY();
+	{
+		run(arg);
+	}
+	PG_FINALLY();
+	{
+		SetUserIdAndSecContext(save_userid, save_sec_context);
+	}
+	PG_END_TRY();
+}
+
+typedef struct StmtCall
+{
+	InvStmt    *stmt;
+	Datum	   *values;
+	const char *const *sql;
+	int			n;
+} StmtCall;
+
+static void
+RunStmtCall(void *arg)
+{
+	StmtCall   *c = arg;
+
+	if (c->stmt != NULL)
+		InvStmtRun(c->stmt, c->values, NULL, false, 0);
+	for (int i = 0; i < c->n; i++)
+		if (SPI_execute(c->sql[i], false, 0) < 0)
+			elog(ERROR, "could not run \"%s\"", c->sql[i]);
+}
+
+/* InvStmtRun() as the owner of the extension's schema. */
+void
+InvStmtRunAsOwner(InvStmt *stmt, Datum *values)
+{
+	StmtCall	c = {stmt, values, NULL, 0};
+
+	AsSchemaOwner(RunStmtCall, &c);
+}
+
+/* Runs n statements, in order, as the owner of the extension's schema. */
+void
+InvSqlRunAsOwner(const char *const *sql, int n)
+{
+	StmtCall	c = {NULL, NULL, sql, n};
+	int			level = InvSpiConnect();
+
+	AsSchemaOwner(RunStmtCall, &c);
+	InvSpiFinish(level);
 }

@@ -23,5 +23,7 @@ extern int	InvSpiConnect(void);
 extern void InvSpiFinish(int level);
 extern uint64 InvStmtRun(InvStmt *stmt, Datum *values, const char *nulls,
 						 bool latest, long count);
+extern void InvStmtRunAsOwner(InvStmt *stmt, Datum *values);
+extern void InvSqlRunAsOwner(const char *const *sql, int n);
 
 #endif							/* INVENTORY_STMT_H */

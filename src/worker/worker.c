@@ -57,7 +57,6 @@
 #include "shmem/keyfilter.h"
 #include "shmem/pool.h"
 #include "worker/worker.h"
-#include "tables/catalog.h"
 #include "tables/maintenance.h"
 #include "tables/reconcile.h"
 #include "tables/stmt.h"
@@ -107,38 +106,6 @@ static bool
 ExtensionPresent(void)
 {
 	return OidIsValid(get_extension_oid("inventory", true));
-}
-
-static InvStmt next_expiry = {
-	"SELECT pg_catalog.min(expires_at) FROM inventory.ledger"
-	" WHERE NOT folded AND state OPERATOR(pg_catalog.=) 'PENDING'",
-	0
-};
-
-/*
- * The expires_at of the first PENDING reservation, or POOL_NOTHING_DUE;
- * the orders waiting for their reconciler's next ask are due then.
- */
-static TimestampTz
-NextExpiry(void)
-{
-	TimestampTz result = POOL_NOTHING_DUE;
-	int			spi;
-
-	if (OidIsValid(InvGetCatalog()->reconcile_wait_rel))
-		return ReconcileNextDue();
-	spi = InvSpiConnect();
-
-	if (InvStmtRun(&next_expiry, NULL, NULL, false, 1) == 1)
-	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			result = DatumGetTimestampTz(d);
-	}
-	InvSpiFinish(spi);
-	return result;
 }
 
 /*
@@ -335,7 +302,7 @@ WorkerRound(void)
 	if (backlog || folded >= inv_fold_batch)
 		next = 0;
 	else
-		next = NextExpiry();
+		next = ExpiryNextDue();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 

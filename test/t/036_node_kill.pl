@@ -290,7 +290,7 @@ is(shop("SELECT string_agg(part::text, ',') FROM inventory.nodes WHERE NOT reach
 ok($nodes[$P]->start(fail_ok => 1), "node $P starts again");
 
 my $open_sql = qq{
-WITH t AS MATERIALIZED (SELECT * FROM inventory._transfer_rows(ARRAY[0, 1, 2, 3]) WHERE sku = '$SKU')
+WITH t AS MATERIALIZED (SELECT * FROM inventory._transfer_rows(ARRAY[0, 1, 2, 3], '$SKU'))
 SELECT w.order_id || '|' || w.qty FROM t w
  WHERE w.batch_id = 1 AND NOT EXISTS (SELECT FROM t r WHERE r.order_id = w.order_id AND r.batch_id = 2)};
 my @open = map { [ split /\|/ ] } split /\n/, shop($open_sql);
