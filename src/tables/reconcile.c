@@ -309,9 +309,9 @@ Ask(const Reconciler *r, Datum order_id, int32 batch_id, char **said)
  * to write it (and no reconciler can reset its own asks).
  */
 
-/* Settles the order's overdue lines; how many. */
+/* Settles the order's overdue lines, and forgets its wait if it had one; how many. */
 static int64
-Settle(InvStmt *stmt, Datum order_id, TimestampTz now)
+Settle(InvStmt *stmt, Datum order_id, TimestampTz now, bool waited)
 {
 	Datum		values[2];
 	int64		n;
@@ -321,7 +321,8 @@ Settle(InvStmt *stmt, Datum order_id, TimestampTz now)
 	/* the one write that may confirm past expires_at (trigger.c) */
 	n = stmt == &confirm_order ? RunLateConfirm(stmt, values) :
 		InvStmtRun(stmt, values, NULL, false, 0);
-	InvStmtRunAsOwner(&forget_order, values);
+	if (waited)
+		InvStmtRunAsOwner(&forget_order, values);
 	return n;
 }
 
@@ -409,7 +410,7 @@ ReconcileOrders(const Reconciler *r, const ReconcileOrder *orders, int n,
 			now >= TimestampTzPlusMilliseconds(orders[i].due, (int64) inv_reconcile_max_wait * 1000))
 		{
 			/* asked enough: the stock is not held for ever */
-			k = Settle(&expire_order, order_id, now);
+			k = Settle(&expire_order, order_id, now, orders[i].asks > 0);
 			counts->expired += k;
 			*settled += k;
 			continue;
@@ -420,17 +421,17 @@ ReconcileOrders(const Reconciler *r, const ReconcileOrder *orders, int n,
 		switch (answer)
 		{
 			case ANSWER_CONFIRM:
-				k = Settle(&confirm_order, order_id, now);
+				k = Settle(&confirm_order, order_id, now, orders[i].asks > 0);
 				counts->confirmed += k;
 				*settled += k;
 				break;
 			case ANSWER_CANCEL:
-				k = Settle(&cancel_order, order_id, now);
+				k = Settle(&cancel_order, order_id, now, orders[i].asks > 0);
 				counts->cancelled += k;
 				*settled += k;
 				break;
 			case ANSWER_EXPIRE:
-				k = Settle(&expire_order, order_id, now);
+				k = Settle(&expire_order, order_id, now, orders[i].asks > 0);
 				counts->expired += k;
 				*settled += k;
 				break;
