@@ -3,10 +3,11 @@
  *	  The expiry of a database with a reconciler: each overdue order is
  *	  asked about, then settled as the application answers.
  *
- * A round takes the overdue orders that are not waiting for a later ask,
- * oldest due first, at most RECONCILE_ASKS_PER_XACT of them, and asks the
- * reconciler about each once (a cart's lines together, with the first of
- * their batch_ids).  An ask runs
+ * A round reads the overdue orders that are not waiting for a later ask,
+ * oldest due first (ReconcileCandidates), and asks the reconciler about
+ * each once (a cart's lines together, with the first of their batch_ids),
+ * at most RECONCILE_ASKS_PER_XACT in a transaction (ReconcileOrders; the
+ * worker runs several, inventory.expire() one).  An ask runs
  *
  *	- in a subtransaction of its own, so that an error of the application's
  *	  code is a failed ask, not a failed round;
