@@ -310,9 +310,32 @@ Ask(const Reconciler *r, Datum order_id, int32 batch_id, char **said)
  * to write it (and no reconciler can reset its own asks).
  */
 
-/* Settles the order's overdue lines, and forgets its wait if it had one; how many. */
+/* The counter of an answer's reservations. */
+static int64 *
+CountOf(ReconcileCounts *counts, Answer answer)
+{
+	switch (answer)
+	{
+		case ANSWER_CONFIRM:
+			return &counts->confirmed;
+		case ANSWER_CANCEL:
+			return &counts->cancelled;
+		case ANSWER_EXPIRE:
+			return &counts->expired;
+		case ANSWER_WAIT:
+			return &counts->waited;
+		case ANSWER_FAILED:
+			break;
+	}
+	return &counts->failed;
+}
+
+/*
+ * Settles the order's overdue lines as answered (confirm, cancel or
+ * expire), and forgets its wait if it had one; how many.
+ */
 static int64
-Settle(InvStmt *stmt, Datum order_id, TimestampTz now, bool waited)
+Settle(Answer answer, Datum order_id, TimestampTz now, bool waited)
 {
 	Datum		values[2];
 	int64		n;
@@ -320,8 +343,11 @@ Settle(InvStmt *stmt, Datum order_id, TimestampTz now, bool waited)
 	values[0] = order_id;
 	values[1] = TimestampTzGetDatum(now);
 	/* the one write that may confirm past expires_at (trigger.c) */
-	n = stmt == &confirm_order ? RunLateConfirm(stmt, values) :
-		InvStmtRun(stmt, values, NULL, false, 0);
+	if (answer == ANSWER_CONFIRM)
+		n = RunLateConfirm(&confirm_order, values);
+	else
+		n = InvStmtRun(answer == ANSWER_CANCEL ? &cancel_order : &expire_order,
+					   values, NULL, false, 0);
 	if (waited)
 		InvStmtRunAsOwner(&forget_order, values);
 	return n;
@@ -409,45 +435,26 @@ ReconcileOrders(const Reconciler *r, const ReconcileOrder *orders, int n,
 
 		if (orders[i].asks >= inv_reconcile_max_asks ||
 			now >= TimestampTzPlusMilliseconds(orders[i].due, (int64) inv_reconcile_max_wait * 1000))
-		{
-			/* asked enough: the stock is not held for ever */
-			k = Settle(&expire_order, order_id, now, orders[i].asks > 0);
-			counts->expired += k;
-			*settled += k;
-			continue;
-		}
-		if (GetCurrentTimestamp() >= deadline)
+			answer = ANSWER_EXPIRE; /* asked enough: the stock is not held for ever */
+		else if (GetCurrentTimestamp() >= deadline)
 			break;
-		answer = Ask(r, order_id, orders[i].batch_id, &said);
-		switch (answer)
+		else
+			answer = Ask(r, order_id, orders[i].batch_id, &said);
+
+		if (answer == ANSWER_WAIT || answer == ANSWER_FAILED)
 		{
-			case ANSWER_CONFIRM:
-				k = Settle(&confirm_order, order_id, now, orders[i].asks > 0);
-				counts->confirmed += k;
-				*settled += k;
-				break;
-			case ANSWER_CANCEL:
-				k = Settle(&cancel_order, order_id, now, orders[i].asks > 0);
-				counts->cancelled += k;
-				*settled += k;
-				break;
-			case ANSWER_EXPIRE:
-				k = Settle(&expire_order, order_id, now, orders[i].asks > 0);
-				counts->expired += k;
-				*settled += k;
-				break;
-			case ANSWER_WAIT:
-				counts->waited += Wait(order_id, now, said);
-				break;
-			case ANSWER_FAILED:
+			if (answer == ANSWER_FAILED)
 				ereport(WARNING,
 						(errmsg("the reconciler of database \"%s\" could not be asked about order \"%s\" (batch_id %d): %s",
 								get_database_name(MyDatabaseId), orders[i].order_id, orders[i].batch_id, said),
 						 errdetail("The order waits, and is asked again in inventory.reconcile_retry (%d s); it is expired after inventory.reconcile_max_asks (%d) asks.",
 								   inv_reconcile_retry, inv_reconcile_max_asks)));
-				counts->failed += Wait(order_id, now, said);
-				break;
+			*CountOf(counts, answer) += Wait(order_id, now, said);
+			continue;
 		}
+		k = Settle(answer, order_id, now, orders[i].asks > 0);
+		*CountOf(counts, answer) += k;
+		*settled += k;
 	}
 	InvSpiFinish(spi);
 	return i;

@@ -37,31 +37,23 @@
 #include "tables/reconciler.h"
 #include "tables/stmt.h"
 
-static bool running = false;
+bool		reconciler_running = false;
 static bool late_confirm = false;
-
-bool
-ReconcilerRunning(void)
-{
-	return running;
-}
 
 void
 ReconcilerSetRunning(bool r)
 {
-	running = r;
+	reconciler_running = r;
 }
 
-/* The inventory API and the inventory tables are not for a reconciler. */
 void
-ReconcilerRefuse(void)
+ReconcilerRefusal(void)
 {
-	if (running)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("a reconciler cannot use the inventory functions or write the inventory tables"),
-				 errdetail("The reconciler answers confirm, cancel, expire or wait; the expiry applies the answer."),
-				 errhint("Read the application's own tables only.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("a reconciler cannot use the inventory functions or write the inventory tables"),
+			 errdetail("The reconciler answers confirm, cancel, expire or wait; the expiry applies the answer."),
+			 errhint("Read the application's own tables only.")));
 }
 
 bool

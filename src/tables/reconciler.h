@@ -24,9 +24,21 @@ extern bool ReconcilerFind(Reconciler *r);
 extern void ReconcilerCheckTarget(Oid target, Oid role);
 
 /* what runs in this backend now */
-extern bool ReconcilerRunning(void);
+extern bool reconciler_running;
 extern void ReconcilerSetRunning(bool running);
-extern void ReconcilerRefuse(void);
+extern void ReconcilerRefusal(void) pg_attribute_noreturn();
+
+/*
+ * The inventory API and the inventory tables are not for a reconciler:
+ * checked by every call that reaches the cache, inline, since the
+ * reserve path is one of them.
+ */
+static inline void
+ReconcilerRefuse(void)
+{
+	if (unlikely(reconciler_running))
+		ReconcilerRefusal();
+}
 extern bool LateConfirmAllowed(void);
 extern uint64 RunLateConfirm(InvStmt *stmt, Datum *values);
 

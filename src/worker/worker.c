@@ -161,37 +161,34 @@ WorkerNotify(void)
 	CacheNotesSent(notes, n, now);
 }
 
-/*
- * The expiry of a round in a database with a reconciler: the overdue
- * orders are read once (up to inventory.expire_batch), then asked about
- * and settled in transactions of RECONCILE_ASKS_PER_XACT orders each,
- * until inventory.reconcile_budget is spent.  Returns the reservations
- * expired; *backlog when overdue orders are left.
- */
-static int64
-WorkerReconcile(bool *backlog)
+/* The memory of a round's overdue orders, between its transactions. */
+static MemoryContext
+RoundContext(void)
 {
 	static MemoryContext round_cxt = NULL;
-	ReconcileCounts counts = {0};
-	ReconcileOrder *orders;
-	TimestampTz deadline;
-	int64		settled = 0;
-	int			n;
-	int			done = 0;
 
 	if (round_cxt == NULL)
 		round_cxt = AllocSetContextCreate(TopMemoryContext, "inventory reconcile round",
 										  ALLOCSET_DEFAULT_SIZES);
 	MemoryContextReset(round_cxt);
-	pgstat_report_activity(STATE_RUNNING, "inventory: asking the reconciler about overdue reservations");
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	n = ReconcileCandidates(inv_expire_batch, round_cxt, &orders, backlog);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	return round_cxt;
+}
 
-	deadline = ReconcileDeadline();
+/*
+ * The expiry of a round in a database with a reconciler, once its first
+ * transaction has read the overdue orders: they are asked about and
+ * settled in transactions of RECONCILE_ASKS_PER_XACT orders each, until
+ * inventory.reconcile_budget is spent.  Returns the reservations expired;
+ * sets *backlog when overdue orders are left.
+ */
+static int64
+WorkerAsk(const ReconcileOrder *orders, int n, bool *backlog)
+{
+	ReconcileCounts counts = {0};
+	TimestampTz deadline = ReconcileDeadline();
+	int64		settled = 0;
+	int			done = 0;
+
 	while (done < n)
 	{
 		Reconciler	r;
@@ -227,7 +224,10 @@ WorkerRound(void)
 	TimestampTz oldest_overdue = 0;
 	bool		restoring;
 	bool		backlog;
+	bool		reconciling;
 	Reconciler	reconciler;
+	ReconcileOrder *orders = NULL;
+	int			norders = 0;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -263,14 +263,12 @@ WorkerRound(void)
 		pgstat_report_activity(STATE_RUNNING, "inventory: reading the ledger's keys");
 		(void) KeyFilterRebuild();
 	}
-	if (ReconcilerFind(&reconciler))
+	reconciling = ReconcilerFind(&reconciler);
+	if (reconciling)
 	{
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-		expired = WorkerReconcile(&backlog);
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
+		/* asked about after this transaction, in transactions of their own */
+		pgstat_report_activity(STATE_RUNNING, "inventory: asking the reconciler about overdue reservations");
+		norders = ReconcileCandidates(inv_expire_batch, RoundContext(), &orders, &backlog);
 	}
 	else
 	{
@@ -282,6 +280,8 @@ WorkerRound(void)
 	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	if (reconciling)
+		expired = WorkerAsk(orders, norders, &backlog);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
