@@ -319,19 +319,19 @@ inventory_reserve(PG_FUNCTION_ARGS)
 
 /* ---- confirm, cancel, extend ---- */
 
-/*
- * Confirms, cancels or extends (to new_expires) the reservation under the
- * key, as of now, and fills *o with the outcome.
- */
 /* Does this database have a reconciler? */
 static bool
 ReconcilerSet(void)
 {
 	Reconciler	r;
 
-	return OidIsValid(InvGetCatalog()->reconcile_wait_rel) && ReconcilerFind(&r);
+	return ReconcilerFind(&r);
 }
 
+/*
+ * Confirms, cancels or extends (to new_expires) the reservation under the
+ * key, as of now, and fills *o with the outcome.
+ */
 void
 SettleReservation(ReservationOp op, text *order_id, int32 batch_id,
 				  TimestampTz now, TimestampTz new_expires, Outcome *o)
