@@ -84,6 +84,39 @@ $$;
 COMMENT ON FUNCTION inventory._reservation_at(integer[], text, integer, text) IS
 	'those of the partitions that hold a reservation under the key (batch NULL: any line of the order; sku NULL: any SKU)';
 
+-- Where a key of a split SKU is, or goes, found by the one lookup of
+-- reservations above: its bucket in a former layout that holds it, else
+-- home, its bucket now.
+CREATE OR REPLACE FUNCTION inventory._key_part(sku text, order_id text, batch_id integer, basis text,
+											   home integer)
+	RETURNS integer
+	LANGUAGE plpgsql STABLE
+	AS $$
+DECLARE
+	former integer[];
+	found integer;
+BEGIN
+	IF _key_part.order_id IS NULL OR _key_part.batch_id IS NULL THEN
+		PERFORM inventory._null_argument(CASE WHEN _key_part.order_id IS NULL THEN 'order_id' ELSE 'batch_id' END);
+	END IF;
+	former := ARRAY(SELECT DISTINCT h
+					  FROM (SELECT inventory._home(l.parts, _key_part.basis) h
+							  FROM inventory.bucket_layout l
+							 WHERE l.sku = _key_part.sku
+							 ORDER BY l.generation DESC OFFSET 1) x
+					 WHERE h <> home);
+	IF pg_catalog.cardinality(former) > 0 THEN
+		found := (SELECT k FROM inventory._reservation_at(former, _key_part.order_id,
+														  _key_part.batch_id, _key_part.sku) k LIMIT 1);
+		IF found IS NOT NULL THEN
+			RETURN found;
+		END IF;
+	END IF;
+	RETURN home;
+END
+$$;
+DROP FUNCTION inventory._key_at(integer[], text, integer, text);
+
 -- Where a reservation is: the partitions that hold it; when some could
 -- not be asked, the first of them with its error.  Asked all at once, then one by
 -- one when one of them fails.
