@@ -924,3 +924,43 @@ GRANT EXECUTE ON FUNCTION
 	inventory._set_reconciler_all(text),
 	inventory.set_reconciler(text)
 TO inventory_admin;
+
+------------------------------------------------------------------------------
+-- inventory_monitor: reads every figure of the router and writes nothing,
+-- as on a node.  Like inventory_app and inventory_admin, it also needs
+-- USAGE on the server inventory_cluster, which the administrator grants.
+-- The helpers run as the caller, so it has those of the reads alone:
+-- nothing that reserves, settles, restocks, withdraws, moves units
+-- between buckets, expires, folds or resets.
+------------------------------------------------------------------------------
+
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'inventory_monitor') THEN
+		CREATE ROLE inventory_monitor NOLOGIN;
+	END IF;
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION
+	inventory.available(text),
+	inventory.sku_stats(),
+	inventory.verify(),
+	inventory.nodes(),
+	inventory.partitions(),
+	inventory.partition_of(text),
+	inventory.sku_hash(text),
+	inventory._null_argument(text),
+	inventory._part_of_hash(integer),
+	inventory._stock(),
+	inventory._available(text),
+	inventory._available_at(integer[], text),
+	inventory._bucket_parts(text),
+	inventory._sku_parts(text),
+	inventory._conninfo_value(text, text),
+	inventory._node_info(integer),
+	inventory._transfer_rows(integer[], text)
+TO inventory_monitor;
+GRANT SELECT ON inventory.stock, inventory.sku_stats, inventory.nodes, inventory.buckets,
+	inventory.bucket_layout
+TO inventory_monitor;

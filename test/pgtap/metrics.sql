@@ -47,7 +47,7 @@ CREATE FUNCTION pg_temp.moved() RETURNS text LANGUAGE sql AS $$
 		 WHERE c.datname = current_database() AND c.committed <> coalesce(m.committed, 0)), '')
 $$;
 
-SELECT plan(25);
+SELECT plan(29);
 
 -- restock
 SELECT pg_temp.mark();
@@ -66,6 +66,30 @@ SELECT inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('o-4'), expected_version =
 SELECT is(pg_temp.moved(),
 		  'told: reserve/duplicate+1 reserve/insufficient+1 reserve/ok+1 reserve/unknown_sku+1 reserve/version_conflict+1 | committed: reserve+1',
 		  'reserve: each answer told once, the one reservation committed');
+
+-- the refusals of a SKU's rules: R has a limit per buyer, W a sale window
+-- that has not begun; F has neither
+SELECT inventory.restock(pg_temp.n(s), 10, pg_temp.n('in-' || s)) FROM unnest('{R,W,F}'::text[]) s;
+SELECT inventory.set_rules(pg_temp.n('R'), max_per_buyer => 2);
+SELECT inventory.set_rules(pg_temp.n('W'), sale_starts => now() + interval '1 day');
+SELECT pg_temp.mark();
+SELECT inventory.reserve(pg_temp.n('W'), 1, pg_temp.n('rule-1'), buyer_id => 'ann');
+SELECT inventory.reserve(pg_temp.n('R'), 1, pg_temp.n('rule-2'));
+SELECT inventory.reserve(pg_temp.n('R'), 2, pg_temp.n('rule-3'), buyer_id => 'ann');
+SELECT inventory.reserve(pg_temp.n('R'), 1, pg_temp.n('rule-4'), buyer_id => 'ann');
+SELECT is(pg_temp.moved(),
+		  'told: reserve/buyer_required+1 reserve/limit_exceeded+1 reserve/not_on_sale+1 reserve/ok+1 | committed: reserve+1',
+		  'reserve: not_on_sale, buyer_required and limit_exceeded told once each, only the reservation committed');
+
+SELECT pg_temp.mark();
+SELECT * FROM inventory.reserve_cart(pg_temp.n('rule-cart-1'), ARRAY[pg_temp.n('F'), pg_temp.n('W')], ARRAY[1, 1],
+									 buyer_id => 'bob');
+SELECT * FROM inventory.reserve_cart(pg_temp.n('rule-cart-2'), ARRAY[pg_temp.n('R'), pg_temp.n('F')], ARRAY[1, 1]);
+SELECT * FROM inventory.reserve_cart(pg_temp.n('rule-cart-3'), ARRAY[pg_temp.n('F'), pg_temp.n('R')], ARRAY[1, 1],
+									 buyer_id => 'ann');
+SELECT is(pg_temp.moved(),
+		  'told: reserve_cart/buyer_required+1 reserve_cart/cart_refused+3 reserve_cart/limit_exceeded+1 reserve_cart/not_on_sale+1 | committed:',
+		  'reserve_cart: the refusing line told its status, the others cart_refused, nothing committed');
 
 -- told and never committed
 SELECT pg_temp.mark();
@@ -132,6 +156,30 @@ SELECT * FROM inventory.cancel_order(pg_temp.n('no-such-order'));
 SELECT is(pg_temp.moved(),
 		  'told: cancel_order/confirmed+2 cancel_order/not_found+1 confirm_order/ok+2 | committed: confirm+2',
 		  'confirm_order and cancel_order: each line told');
+
+-- told expired: an overdue reservation that confirm or extend expires
+-- (committed as an expire), and calls on an expired one (nothing)
+SELECT inventory.restock(pg_temp.n('E'), 5, pg_temp.n('in-e'));
+SELECT pg_temp.overdue('late-c', 'E', 1);
+SELECT pg_temp.overdue('late-e', 'E', 1);
+SELECT pg_temp.mark();
+SELECT inventory.confirm(pg_temp.n('late-c'));
+SELECT inventory.extend(pg_temp.n('late-e'), 1, '1 hour');
+SELECT inventory.cancel(pg_temp.n('late-c'));
+SELECT inventory.cancel(pg_temp.n('late-e'));
+SELECT inventory.extend(pg_temp.n('late-c'), 1, '1 hour');
+SELECT is(pg_temp.moved(),
+		  'told: cancel/expired+2 confirm/expired+1 extend/expired+2 | committed: expire+2',
+		  'expired: told by confirm, cancel and extend; committed only where the call expired the reservation');
+
+-- stocktakes refused: a stale version, and a count below what is reserved
+SELECT inventory.restock(pg_temp.n('D'), 5, pg_temp.n('in-d'));
+SELECT inventory.reserve(pg_temp.n('D'), 3, pg_temp.n('held-d'));
+SELECT pg_temp.mark();
+SELECT inventory.adjust(pg_temp.n('D'), 9, pg_temp.n('count-d1'), expected_version => 0);
+SELECT inventory.adjust(pg_temp.n('D'), 2, pg_temp.n('count-d2'));
+SELECT is(pg_temp.moved(), 'told: adjust/insufficient+1 adjust/version_conflict+1 | committed:',
+		  'adjust: version_conflict and insufficient told, nothing committed');
 
 -- stocktakes and withdrawals
 SELECT pg_temp.mark();

@@ -171,6 +171,75 @@ is(join(' ', map { as_role('stranger', $_) }
 	"SELECT 'PENDING'::inventory.state < 'EXPIRED'"),
 	'42501 t', 'PUBLIC: the state type, and no call');
 
+# inventory_monitor, as on a node: reads every figure of the router, and
+# every call that writes, moves units or resets is refused before it is
+# made
+$router->safe_psql('shop', 'CREATE ROLE exporter LOGIN IN ROLE inventory_monitor');
+my $stock_now = q{SELECT string_agg(sku || ' ' || on_hand || ' ' || reserved, ', ' ORDER BY sku) FROM inventory.stock};
+my $mon_stock_before = $router->safe_psql('shop', $stock_now);
+is(join(' ', map { as_role('exporter', $_) }
+	"SELECT count(*) FROM inventory.stock WHERE sku = '$on[0][0]'",
+	"SELECT count(*) FROM inventory.sku_stats WHERE sku = '$on[0][0]'",
+	'SELECT count(*) FROM inventory.nodes WHERE reachable',
+	'SELECT count(*) FROM inventory.buckets',
+	"SELECT inventory.available('$on[0][0]')",
+	"SELECT inventory.partition_of('$on[0][0]')",
+	'SELECT inventory.partitions()',
+	'SELECT count(*) FROM inventory.verify()'),
+	join(' ', 1, 1, $NPARTS, 0, $router->safe_psql('shop', "SELECT inventory.available('$on[0][0]')"), 0, $NPARTS, 0),
+	'inventory_monitor reads stock, sku_stats, nodes, buckets, available, partition_of, partitions and verify');
+my @writes = (
+	"SELECT status FROM inventory.reserve('$on[0][0]', 1, 'mon-1')",
+	"SELECT inventory.reserve_now('$on[0][0]', 1, 'mon-1')",
+	"SELECT status FROM inventory.reserve_cart('mon-2', ARRAY['$on[0][0]'], '{1}')",
+	"SELECT status FROM inventory.reserve_many(ARRAY['$on[0][0]'], '{1}', '{mon-3}')",
+	"SELECT status FROM inventory.confirm('priv-1', 1, '$on[0][0]')",
+	"SELECT status FROM inventory.cancel('priv-1')",
+	"SELECT status FROM inventory.extend('priv-1', 1, '1 hour')",
+	"SELECT status FROM inventory.confirm_order('priv-1')",
+	"SELECT status FROM inventory.cancel_order('priv-1')",
+	"SELECT status FROM inventory.restock('$on[0][0]', 1, 'mon-4')",
+	"SELECT status FROM inventory.adjust('$on[0][0]', 1, 'mon-5')",
+	"SELECT status FROM inventory.withdraw('$on[0][0]', 1, 'mon-6')",
+	"SELECT inventory.set_rules('$on[0][0]', 1)",
+	"SELECT inventory.set_reconciler('pg_catalog.now()')",
+	'SELECT inventory.expire()',
+	'SELECT inventory.fold()',
+	'SELECT inventory.stats_reset()',
+	"SELECT * FROM inventory.split('$on[0][0]', 2)",
+	"SELECT * FROM inventory.merge('$on[0][0]')",
+	"SELECT * FROM inventory.rebalance('$on[0][0]')",
+	"INSERT INTO inventory.bucket_layout (sku, generation, parts) VALUES ('$on[0][0]', 1, '{0,1}')",
+	'DELETE FROM inventory.bucket_layout',
+	# the helpers that write on a node, each callable alone
+	"SELECT * FROM inventory._reserve_at(0, '$on[0][0]', 1, 'mon-7', 1, NULL, NULL, NULL)",
+	"SELECT * FROM inventory._reserve_now_at(0, '$on[0][0]', 1, 'mon-7', 1, NULL, NULL)",
+	"SELECT * FROM inventory._settle_at('cancel', 0, 'priv-1', 1)",
+	"SELECT * FROM inventory._withdraw_at(0, '$on[0][0]', 1, 'mon-8')",
+	"SELECT * FROM inventory._restock_at(0, '$on[0][0]', 1, 'mon-9', NULL, NULL, NULL)",
+	"SELECT * FROM inventory._transfer('$on[0][0]', 0, 1, 1)",
+	"SELECT * FROM inventory._top_up('$on[0][0]', 0, 1)",
+	"SELECT * FROM inventory._finish_transfers('$on[0][0]')",
+	'SELECT * FROM inventory._stats_reset_all()');
+is(join(' ', map { as_role('exporter', $_) } @writes), join(' ', ('42501') x @writes),
+	'inventory_monitor is refused every call that writes, moves units or resets (42501)');
+is($router->safe_psql('shop', $stock_now), $mon_stock_before, 'and nothing changed');
+# what it may execute and write, from the catalog: a helper added later
+# must be placed on purpose
+is($router->safe_psql('shop', q{
+SELECT string_agg(p.proname, ' ' ORDER BY p.proname) FROM pg_proc p
+ WHERE p.pronamespace = 'inventory'::regnamespace
+   AND p.proname NOT IN ('is_final', 'can_transition')
+   AND has_function_privilege('inventory_monitor', p.oid, 'EXECUTE')}),
+	'_available _available_at _bucket_parts _conninfo_value _node_info _null_argument _part_of_hash '
+	. '_sku_parts _stock _transfer_rows available nodes partition_of partitions sku_hash sku_stats verify',
+	'inventory_monitor executes the reads and their helpers only');
+is($router->safe_psql('shop', q{
+SELECT count(*) FROM pg_class c, unnest('{INSERT,UPDATE,DELETE,TRUNCATE}'::text[]) w
+ WHERE c.relnamespace = 'inventory'::regnamespace AND c.relkind IN ('r', 'v')
+   AND has_table_privilege('inventory_monitor', c.oid, w)}),
+	'0', 'and writes no table or view');
+
 # --- every routed call answers what one node answers ---------------------
 
 # A reference database on one server holds all the SKUs that the router

@@ -117,6 +117,18 @@ is(shop("SELECT former_layouts FROM inventory.buckets WHERE sku = 'HOT'"), '0',
 	'and the unsplit layout, under which no key was made, is forgotten');
 is(shop("SELECT count(*) FROM inventory.nodes WHERE in_transit <> 0"), '0', 'nothing in transit');
 
+# inventory_monitor reads a split SKU as one row, and cannot move its units
+shop("CREATE ROLE exporter LOGIN IN ROLE inventory_monitor");
+is(shop(qq{SET ROLE exporter;
+SELECT inventory.available('HOT') || ' ' || (SELECT on_hand FROM inventory.stock WHERE sku = 'HOT')
+	   || ' ' || (SELECT buckets FROM inventory.buckets WHERE sku = 'HOT')
+	   || ' ' || (SELECT count(*) FROM inventory.nodes WHERE in_transit = 0)}),
+	"1000 1000 4 $NPARTS", 'inventory_monitor reads available, stock, buckets and nodes of a split SKU');
+like(shop_err("SET ROLE exporter; SELECT * FROM inventory.rebalance('HOT')"),
+	qr/ERROR:  42501: permission denied for function rebalance/, 'but cannot rebalance it');
+like(shop_err("SET ROLE exporter; SELECT inventory._top_up('HOT', $want[1], 5)"),
+	qr/ERROR:  42501: permission denied for function _top_up/, 'nor move units into a bucket');
+
 like(shop_err("SELECT * FROM inventory.adjust('HOT', 5, 'count-hot')"),
 	qr/ERROR:  0A000: sku "HOT" is split into buckets\nDETAIL:  A stocktake sets the on_hand of the whole SKU.*\nHINT:  Merge it first/,
 	'adjust() of a split SKU: 0A000, merge first');

@@ -260,7 +260,7 @@ is($node->safe_psql('shop', q{SELECT count(*) FROM inventory.ledger WHERE state 
 
 my $ledger1 = ledger_counts();
 my $hot1    = $node->safe_psql('shop', q{
-SELECT on_hand || ' ' || reserved || ' ' || holds || ' ' || available FROM inventory.hot_skus
+SELECT on_hand || ' ' || reserved || ' ' || holds || ' ' || available || ' ' || confirms FROM inventory.hot_skus
  WHERE datname = 'shop' AND sku = 'A'});
 my $cache1 = $node->safe_psql('shop', 'SELECT capacity || \' \' || entries FROM inventory.cache_info()');
 my %slot_before = split /[|\n]/, $node->safe_psql('shop', q{
@@ -296,8 +296,8 @@ my ($capacity, $entries) = split / /, $cache1;
 is(value($m1, 'inventory_cache_capacity') . ' ' . value($m1, 'inventory_cache_entries'),
 	"$capacity $entries", 'the cache: capacity and entries as cache_info() says');
 is(join(' ', map { value($m1, "inventory_hot_sku_$_", datname => 'shop', sku => 'A') }
-		qw(on_hand reserved holds available)),
-	$hot1, 'the hot SKU A of shop: on hand, reserved, holds, available as hot_skus says');
+		qw(on_hand reserved holds available sold_total)),
+	$hot1, 'the hot SKU A of shop: on hand, reserved, holds, available and sold as hot_skus says');
 is(value($m1, 'inventory_hot_sku_rank', datname => 'shop2', sku => 'A'), 1,
 	"shop2's SKU is the first of its own database");
 is(value($m1, 'inventory_key_filter_ready', datname => 'shop'), 1, 'the key filter is ready for shop');
@@ -502,7 +502,7 @@ SKIP:
 	print $f "groups:\n  - name: dashboard\n    rules:\n";
 	for my $i (0 .. $#exprs)
 	{
-		(my $e = $exprs[$i]) =~ s/\$__rate_interval/5m/g;
+		(my $e = $exprs[$i]) =~ s/\$__(?:rate_interval|range)\b/5m/g;
 		print $f "      - record: dashboard:expr_$i\n        expr: \"$e\"\n";
 	}
 	close $f;

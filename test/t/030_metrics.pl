@@ -4,8 +4,9 @@
 # them end, a total never goes down while sessions come and go, the
 # workers' expiries count as committed, a dropped database leaves the
 # views, and the workers' background verify records what it found --
-# nothing on a sound database, and the difference, logged, when the tables
-# were changed behind the cache's back.
+# nothing on a sound database, the difference, logged, when the tables
+# were changed behind the cache's back, and a SKU skipped while a
+# transaction has a change to it in flight, checked again once it ends.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -126,6 +127,54 @@ UPDATE pg_catalog.pg_trigger SET tgenabled = 'D' WHERE tgrelid = 'inventory.sku'
 UPDATE inventory.sku SET on_hand = on_hand - 7 WHERE sku = 'T';
 UPDATE pg_catalog.pg_trigger SET tgenabled = 'A' WHERE tgrelid = 'inventory.sku'::regclass});
 is($node->safe_psql('shop', 'SELECT count(*) FROM inventory.verify()'), '0', 'put back as it was');
+
+# The background verify skips a SKU that a transaction keeps changing, and
+# checks it once the transaction has ended.  Reservations of S that fall
+# due every 250 ms bring the visits (a database with nothing due gets
+# none); none of them is in flight while a verify runs, since the worker
+# expires them in a transaction of its own before it verifies.
+$node->safe_psql('shop', q{
+SELECT inventory.restock('BUSY', 5, 'in-busy');
+SELECT count(*) FROM generate_series(1, 240) i,
+	   inventory.reserve('S', 1, 'tick-' || i, ttl => i * interval '250 ms')});
+
+# the first background verify that ended after a moment (it may have
+# begun before it): its verified_at, checked, skipped and drift
+sub verify_ended_after
+{
+	my ($moment) = @_;
+	my $row = '';
+	wait_until(30, sub {
+		$row = $node->safe_psql('shop', qq{
+SELECT verified_at, checked, skipped, drift FROM inventory.verify_status
+ WHERE datname = 'shop' AND verified_at > '$moment'});
+		return $row ne '';
+	});
+	return split /\|/, $row;
+}
+# the one after it, which began after the moment
+sub verify_begun_after
+{
+	my ($first) = verify_ended_after($_[0]);
+	return defined $first ? verify_ended_after($first) : ();
+}
+
+my $busy = psql_session($node, 120, 1, 'shop');
+$busy->{in} .= "BEGIN;\nSELECT 'held ' || status FROM inventory.reserve('BUSY', 1, 'busy-1');\n";
+wait_said($busy, qr/held ok\n/);
+my $held_since = $node->safe_psql('shop', 'SELECT clock_timestamp()');
+my ($at, $checked, $skipped, $drift) = verify_begun_after($held_since);
+ok(defined $at, 'a background verify ran while a transaction had a change to BUSY in flight');
+cmp_ok($skipped // 0, '>=', 1, 'it skipped the SKU (verify_status.skipped)');
+is($drift, '0', 'and found no difference in the others');
+
+$busy->{in} .= "ROLLBACK;\n\\q\n";
+$busy->{run}->finish;
+my $ended = $node->safe_psql('shop', 'SELECT clock_timestamp()');
+my ($at2, $checked2, $skipped2, $drift2) = verify_begun_after($ended);
+ok(defined $at2, 'a background verify ran after the transaction ended');
+is($skipped2, '0', 'it skipped nothing');
+is($checked2, ($checked // 0) + ($skipped // 0), 'and checked the SKU skipped before');
 
 # a dropped database leaves the views
 $node->safe_psql('postgres', 'CREATE DATABASE gone');

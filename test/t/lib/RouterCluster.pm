@@ -64,7 +64,7 @@ log_statement = none
 CREATE SERVER inventory_cluster FOREIGN DATA WRAPPER plproxy OPTIONS (
 $parts);
 CREATE USER MAPPING FOR PUBLIC SERVER inventory_cluster OPTIONS (user '$superuser');
-GRANT USAGE ON FOREIGN SERVER inventory_cluster TO inventory_app, inventory_admin;
+GRANT USAGE ON FOREIGN SERVER inventory_cluster TO inventory_app, inventory_admin, inventory_monitor;
 });
 	return $router;
 }
