@@ -434,11 +434,11 @@ is(shop("SELECT on_hand || ' ' || reserved FROM inventory.stock WHERE sku = 'REC
 my $forged = "inventory:transfer:$d0:$rp:00000000-0000-0000-0000-000000000000";
 is(shop("SELECT r.status FROM inventory.reserve('RECV', 1, '$forged', ttl => '1 hour') r"), 'ok',
 	'a reservation under a key of the transfers\' form');
-my $left = node_sql($rp, "SELECT inventory.available('RECV')");
-node_sql($rp, "SELECT inventory.withdraw('RECV', $left, 'empty-recv-2')") if $left > 0;
+my $recv_left = node_sql($rp, "SELECT inventory.available('RECV')");
+node_sql($rp, "SELECT inventory.withdraw('RECV', $recv_left, 'empty-recv-2')") if $recv_left > 0;
 is(shop("SELECT r.status FROM inventory.reserve('RECV', 1, '$recv2') r"), 'ok', 'another fall-through into the bucket');
 is(shop("SELECT on_hand || ' ' || reserved || ' ' || (SELECT sum(in_transit) FROM inventory.nodes) FROM inventory.stock WHERE sku = 'RECV'"),
-	(30 - $left) . ' 3 0', 'it restocked nothing for that reservation: units conserved, nothing in transit');
+	(30 - $recv_left) . ' 3 0', 'it restocked nothing for that reservation: units conserved, nothing in transit');
 
 # --- carts ---------------------------------------------------------------------
 
