@@ -11,7 +11,10 @@
 #include "api/args.h"
 #include "enforce/restore.h"
 
-/* Both tables are restored: checks them whole, and sells again. */
+/*
+ * Both tables are there: checks them whole, and sells again.  Refuses while
+ * a table not restored since the restore began is empty.
+ */
 PG_FUNCTION_INFO_V1(inventory_restore_finish);
 Datum
 inventory_restore_finish(PG_FUNCTION_ARGS)

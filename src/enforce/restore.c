@@ -36,7 +36,8 @@
  * (tables/restore_state.c), which stands until both tables have been
  * restored since; while it stands nothing of
  * the database is sold or touched by the workers, until an administrator
- * finishes the restore (the tables are checked whole) or abandons it.
+ * finishes the restore (the tables are checked whole, and neither may be
+ * missing) or abandons it.
  *
  * An INSERT is never a restore, nor a COPY of some of the columns: they
  * follow the rules of a new movement, whoever runs them.
@@ -205,8 +206,11 @@ RestoreFinish(int64 rows)
 /*
  * inventory.restore_finish() (check) and restore_abandon(): an
  * administrator ends a restore that stands incomplete.  Finishing checks
- * every SKU as the restore of the ledger does; abandoning does not, and
- * the SKUs sell from what is there.  Returns whether one stood.
+ * every SKU as the restore of the ledger does, and refuses while a table
+ * that has not been restored since the marker was set is empty: SKUs
+ * within bounds on their base counters alone say nothing of the movements
+ * that are missing.  Abandoning checks nothing, and the SKUs sell from
+ * what is there.  Returns whether one stood.
  */
 bool
 RestoreEndIncomplete(bool check)
@@ -214,8 +218,22 @@ RestoreEndIncomplete(bool check)
 	/* as a restore does, so that none runs meanwhile */
 	LockRestore(InvGetCatalog()->sku_rel);
 	if (check)
+	{
+		TimestampTz since = 0;
+		const char *missing;
+
 		CheckBounds(&out_of_bounds,
 					"Restore the missing table from the same dump, or abandon the restore with inventory.restore_abandon().");
+		missing = RestoreStateMissing(&since);
+		if (missing != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot finish the incomplete restore of this database's inventory"),
+					 errdetail("%s has not been restored since the restore began at %s, and it is empty.",
+							   missing, timestamptz_to_str(since)),
+					 errhint("Restore %s from the same dump, and the restore ends by itself; or end the restore without it with SELECT inventory.restore_abandon().",
+							 missing)));
+	}
 	if (!RestoreStateClear())
 		return false;
 	CacheRestoreMarkerChanged();

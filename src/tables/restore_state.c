@@ -19,8 +19,9 @@
  * committed.  Its rows change
  * in the restoring transaction, with the COPY: a COPY that fails leaves
  * the marker as it was.  While it stands nothing of the database is sold
- * (shmem/cache_restore.c), until an administrator finishes or abandons the
- * restore.  A schema older than 0.3 has no marker.
+ * (shmem/cache_restore.c), until an administrator finishes the restore
+ * (refused while a table not restored since is empty) or abandons it.  A
+ * schema older than 0.3 has no marker.
  */
 #include "postgres.h"
 
@@ -33,6 +34,9 @@
 
 static InvStmt read_marker = {
 	"SELECT started_at FROM inventory.restore_state", 0
+};
+static InvStmt read_tables = {
+	"SELECT started_at, sku_restored, ledger_restored FROM inventory.restore_state", 0
 };
 static InvStmt set_marker = {
 	"INSERT INTO inventory.restore_state DEFAULT VALUES ON CONFLICT DO NOTHING", 0
@@ -119,6 +123,40 @@ RestoreStateTableDone(bool ledger)
 	InvStmtRun(ledger ? &ledger_done : &sku_done, NULL, NULL, false, 0);
 	InvStmtRun(&clear_if_done, NULL, NULL, false, 0);
 	InvSpiFinish(spi);
+}
+
+/*
+ * Before an administrator finishes the restore: the table that has not been
+ * restored since the marker was set and is empty, if any, or NULL (also when
+ * no marker stands).  *started_at, if given, is when the restore began.
+ */
+const char *
+RestoreStateMissing(TimestampTz *started_at)
+{
+	const char *missing = NULL;
+	int			spi;
+
+	if (!HasMarker())
+		return NULL;
+	spi = InvSpiConnect();
+	if (InvStmtRun(&read_tables, NULL, NULL, true, 1) == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		TimestampTz since = DatumGetTimestampTz(SPI_getbinval(tup, desc, 1, &isnull));
+		bool		sku_restored = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+		bool		ledger_restored = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+
+		if (!sku_restored && InvStmtRun(&sku_empty, NULL, NULL, true, 1) == 0)
+			missing = "inventory.sku";
+		else if (!ledger_restored && InvStmtRun(&ledger_empty, NULL, NULL, true, 1) == 0)
+			missing = "inventory.ledger";
+		if (started_at != NULL)
+			*started_at = since;
+	}
+	InvSpiFinish(spi);
+	return missing;
 }
 
 /* An administrator ends the restore; returns whether the marker stood. */

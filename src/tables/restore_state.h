@@ -13,6 +13,7 @@
 extern bool RestoreStateRead(TimestampTz *started_at);
 extern void RestoreStateBegin(bool ledger);
 extern void RestoreStateTableDone(bool ledger);
+extern const char *RestoreStateMissing(TimestampTz *started_at);
 extern bool RestoreStateClear(void);
 
 #endif							/* INVENTORY_RESTORE_STATE_H */

@@ -139,13 +139,47 @@ is(marker('half3'), '', 'the marker is gone');
 is($node->safe_psql('half3', "SELECT (inventory.reserve('MUG', 1, 'after-3', ttl => '1 hour')).status"), 'ok',
 	'the SKUs sell from their base counters');
 
+# restore_finish() does not end a restore whose other table is missing
+my $finish = "\\set VERBOSITY verbose\nSELECT inventory.restore_finish()";
 $node->safe_psql('postgres', 'CREATE DATABASE half4');
 restore('half4', '-L', $no_ledger);
+($rc, $out, $err) = $node->psql('half4', $finish);
+isnt($rc, 0, 'restore_finish() refuses to end a restore whose ledger was never loaded');
+like($err, qr/ERROR:  55000: cannot finish the incomplete restore of this database's inventory/,
+	'with SQLSTATE 55000');
+like($err, qr/DETAIL:  inventory\.ledger has not been restored since the restore began at [^\n]+, and it is empty\./,
+	'naming the missing table');
+like($err,
+	qr/HINT:  Restore inventory\.ledger from the same dump, and the restore ends by itself; or end the restore without it with SELECT inventory\.restore_abandon\(\)\./,
+	'and saying what to do');
+is(marker('half4'), 't|f', 'the marker still stands');
+ok(refused('half4', 'c'), 'and the sale is still refused');
+($ok, $err) = restore('half4', '-L', $ledger_only);
+ok($ok, 'pg_restore of the missing ledger') or diag $err;
+is(marker('half4'), '', 'ends the restore');
 ($rc, $out, $err) = $node->psql('half4', 'SELECT inventory.restore_finish()');
-is($rc, 0, 'restore_finish() checks every SKU and ends it');
-is(marker('half4'), '', 'the marker is gone');
-($rc, $out, $err) = $node->psql('half4', 'SELECT inventory.restore_finish()');
-like($err, qr/NOTICE:  no restore of this database's inventory stands incomplete/, 'a second time, nothing to end');
+is($rc, 0, 'restore_finish() then succeeds');
+like($err, qr/NOTICE:  no restore of this database's inventory stands incomplete/, 'with nothing to end');
+
+# a restored base that does not add up: below zero on its own (a fold may
+# take a sale before the restock that supplied it, which waits in the
+# ledger), restored without the ledger
+$node->safe_psql('postgres', 'CREATE DATABASE half6');
+IPC::Run::run([ 'pg_restore', '-L', $no_ledger, '-f', "$tmp/no-ledger.sql", "$tmp/shop.dump" ])
+  or die 'pg_restore -f failed';
+(my $below = slurp_file("$tmp/no-ledger.sql")) =~ s/^TEE\t\d+\t/TEE\t-1\t/m or die 'no TEE row in the dump';
+open my $bfh, '>', "$tmp/below-zero.sql" or die;
+print $bfh $below;
+close $bfh;
+$node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('half6'), '-f', "$tmp/below-zero.sql" ],
+	'a restore without the ledger, TEE\'s base below zero');
+is(marker('half6'), 't|f', 'the marker stands');
+($rc, $out, $err) = $node->psql('half6', $finish);
+isnt($rc, 0, 'restore_finish() refuses a base that does not add up');
+like($err, qr/ERROR:  23514: restored rows of sku "TEE" are inconsistent/, 'with SQLSTATE 23514, naming the SKU');
+like($err, qr/DETAIL:  With them the SKU would have on_hand -1 and reserved 0, which leaves -1 available\./,
+	'and its counters');
+is(marker('half6'), 't|f', 'the marker still stands');
 
 # --- a promoted standby, and a point-in-time recovery between the COPYs ---
 $node->safe_psql('postgres', 'CREATE DATABASE half5');
