@@ -18,38 +18,50 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use InventoryTest qw(inventory_node wait_until history_sql);
 
+# the source keeps still while it is dumped: no worker, so that each dump
+# holds exactly what the test read from the source, whatever the time
+my $src = inventory_node('source', "inventory.worker_enabled = off\n");
+$src->safe_psql('postgres', 'CREATE DATABASE shop');
+$src->safe_psql('shop', 'CREATE EXTENSION inventory');
+$src->safe_psql('shop', history_sql());
+my $want = $src->safe_psql('shop', 'SELECT * FROM inventory.stock ORDER BY sku');
+
+# the server the copies are restored into, its worker on
 my $node = inventory_node('restore', "inventory.expire_interval = '100ms'\n",
 	allows_streaming => 1, has_archiving => 1);
-$node->safe_psql('postgres', 'CREATE DATABASE shop');
-$node->safe_psql('shop', 'CREATE EXTENSION inventory');
-$node->safe_psql('shop', history_sql());
-# a reservation that falls due while a restored copy waits for its inventory.sku
-$node->safe_psql('shop', "SELECT inventory.reserve('TEE', 1, 'due-soon', ttl => '3 seconds')");
-my $want = $node->safe_psql('shop', 'SELECT * FROM inventory.stock ORDER BY sku');
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
-$node->command_ok([ 'pg_dump', '-Fc', '-d', $node->connstr('shop'), '-f', "$tmp/shop.dump" ], 'pg_dump -Fc');
-my @toc = split /\n/, `pg_restore -l $tmp/shop.dump`;
+$src->command_ok([ 'pg_dump', '-Fc', '-d', $src->connstr('shop'), '-f', "$tmp/shop.dump" ], 'pg_dump -Fc');
+
+# toc_file(DUMP, NAME, KEEP): a list for pg_restore -L of DUMP's entries that KEEP keeps
 sub toc_file
 {
-	my ($name, $keep) = @_;
+	my ($dump, $name, $keep) = @_;
+	my $toc;
+	IPC::Run::run([ 'pg_restore', '-l', $dump ], '>', \$toc) or die 'pg_restore -l failed';
 	open my $fh, '>', "$tmp/$name" or die;
-	print $fh join("\n", grep { $keep->($_) } @toc), "\n";
+	print $fh join("\n", grep { $keep->($_) } split /\n/, $toc), "\n";
 	close $fh;
 	return "$tmp/$name";
 }
-my $no_ledger = toc_file('no-ledger.list', sub { $_[0] !~ /TABLE DATA inventory ledger / });
-my $no_sku = toc_file('no-sku.list', sub { $_[0] !~ /TABLE DATA inventory sku / });
-my $ledger_only = toc_file('ledger.list', sub { $_[0] =~ /TABLE DATA inventory ledger / });
-my $sku_only = toc_file('sku.list', sub { $_[0] =~ /TABLE DATA inventory sku / });
+my $no_ledger = toc_file("$tmp/shop.dump", 'no-ledger.list', sub { $_[0] !~ /TABLE DATA inventory ledger / });
+my $ledger_only = toc_file("$tmp/shop.dump", 'ledger.list', sub { $_[0] =~ /TABLE DATA inventory ledger / });
+
+# restore_from(DUMP, DB, ARGS...): pg_restore ARGS of DUMP into DB; whether it
+# succeeded, and what it said
+sub restore_from
+{
+	my ($dump, $db, @args) = @_;
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run([ 'pg_restore', @args, '-d', $node->connstr($db), $dump ],
+		'>', \$out, '2>', \$err);
+	return ($ok, $err);
+}
 
 sub restore
 {
 	my ($db, @args) = @_;
-	my ($out, $err) = ('', '');
-	my $ok = IPC::Run::run([ 'pg_restore', @args, '-d', $node->connstr($db), "$tmp/shop.dump" ],
-		'>', \$out, '2>', \$err);
-	return ($ok, $err);
+	return restore_from("$tmp/shop.dump", $db, @args);
 }
 
 sub refused
@@ -91,11 +103,18 @@ is($node->safe_psql('half1', "SELECT (inventory.reserve('MUG', 1, 'after-1', ttl
 is($node->safe_psql('half1', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty');
 
 # --- the ledger first: its overdue reservation waits for the restore ------
+# a second dump, with a reservation past its expires_at: the source's
+# worker is off, so it is PENDING in the dump, and due at once wherever it
+# is restored
+$src->safe_psql('shop', "SELECT inventory.reserve('TEE', 1, 'due-soon', ttl => '1 second')");
+ok($src->poll_query_until('shop', "SELECT expires_at < now() FROM inventory.ledger WHERE order_id = 'due-soon'"),
+	'a reservation in the source is overdue');
+$src->command_ok([ 'pg_dump', '-Fc', '-d', $src->connstr('shop'), '-f', "$tmp/due.dump" ],
+	'pg_dump -Fc with it, PENDING');
+my $due_no_sku = toc_file("$tmp/due.dump", 'due-no-sku.list', sub { $_[0] !~ /TABLE DATA inventory sku / });
+my $due_sku = toc_file("$tmp/due.dump", 'due-sku.list', sub { $_[0] =~ /TABLE DATA inventory sku / });
 $node->safe_psql('postgres', 'CREATE DATABASE half2');
-# restored once overdue, so that any visit of a worker finds it due
-ok($node->poll_query_until('shop', "SELECT expires_at < now() FROM inventory.ledger WHERE order_id = 'due-soon'"),
-	'the reservation in the dump is overdue');
-($ok, $err) = restore('half2', '-L', $no_sku);
+($ok, $err) = restore_from("$tmp/due.dump", 'half2', '-L', $due_no_sku);
 ok($ok, 'pg_restore of everything but inventory.sku') or diag $err;
 is(marker('half2'), 'f|t', 'the marker stands: the ledger restored');
 # the restored reservation makes work due: a worker comes once it is overdue
@@ -107,7 +126,7 @@ SELECT coalesce(max(last_visit), '-infinity') > (SELECT expires_at FROM inventor
 	'a worker visited the database since');
 is($node->safe_psql('half2', "SELECT state FROM inventory.ledger WHERE order_id = 'due-soon'"), 'PENDING',
 	'and left the overdue reservation alone');
-($ok, $err) = restore('half2', '-L', $sku_only);
+($ok, $err) = restore_from("$tmp/due.dump", 'half2', '-L', $due_sku);
 ok($ok, 'then pg_restore of inventory.sku') or diag $err;
 is(marker('half2'), '', 'in either order, the marker goes');
 ok( wait_until(30, sub {
@@ -214,4 +233,5 @@ like($err, qr/the restore of this database's inventory is incomplete/, 'and refu
 $pitr->stop;
 
 $node->stop;
+$src->stop;
 done_testing();
