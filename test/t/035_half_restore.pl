@@ -111,21 +111,59 @@ ok($src->poll_query_until('shop', "SELECT expires_at < now() FROM inventory.ledg
 	'a reservation in the source is overdue');
 $src->command_ok([ 'pg_dump', '-Fc', '-d', $src->connstr('shop'), '-f', "$tmp/due.dump" ],
 	'pg_dump -Fc with it, PENDING');
-my $due_no_sku = toc_file("$tmp/due.dump", 'due-no-sku.list', sub { $_[0] !~ /TABLE DATA inventory sku / });
+my $due_schema = toc_file("$tmp/due.dump", 'due-schema.list', sub { $_[0] !~ /TABLE DATA inventory (sku|ledger) / });
+my $due_ledger = toc_file("$tmp/due.dump", 'due-ledger.list', sub { $_[0] =~ /TABLE DATA inventory ledger / });
 my $due_sku = toc_file("$tmp/due.dump", 'due-sku.list', sub { $_[0] =~ /TABLE DATA inventory sku / });
+
+# what a worker in half2 did: its visits, whether one is in it, what it expired
+sub half2_worker
+{
+	return $node->safe_psql('half2', q{
+SELECT visits, state, expired FROM inventory.worker_status WHERE datname = 'half2'});
+}
+
+# the ERRORs of background processes (no application name: a worker) in
+# the server's log from OFFSET on, and the workers that exited with one
+sub worker_errors
+{
+	my ($offset) = @_;
+	my $log = slurp_file($node->logfile, $offset);
+	return join("\n", $log =~ /^(\S+ \S+ \S+ \[\d+\] ERROR:  .*)$/mg,
+		$log =~ /^(.*background worker "inventory worker" \(PID \d+\) exited with exit code 1.*)$/mg);
+}
+
+# the schema first, so that the worker's first look at the new database
+# (it comes once CREATE EXTENSION commits) is over before the restore
 $node->safe_psql('postgres', 'CREATE DATABASE half2');
-($ok, $err) = restore_from("$tmp/due.dump", 'half2', '-L', $due_no_sku);
-ok($ok, 'pg_restore of everything but inventory.sku') or diag $err;
+($ok, $err) = restore_from("$tmp/due.dump", 'half2', '-L', $due_schema);
+ok($ok, 'pg_restore of everything but the tables\' rows') or diag $err;
+ok(wait_until(30, sub { half2_worker() =~ /^[1-9]\d*\|idle\|0$/ }),
+	'a worker has looked at the new database, and left with nothing due')
+  or diag half2_worker();
+my ($visits) = split /\|/, half2_worker();
+my $offset = -s $node->logfile;
+my $before = $node->safe_psql('half2', 'SELECT clock_timestamp()');
+($ok, $err) = restore_from("$tmp/due.dump", 'half2', '-L', $due_ledger);
+ok($ok, 'pg_restore of the ledger, inventory.sku not') or diag $err;
 is(marker('half2'), 'f|t', 'the marker stands: the ledger restored');
-# the restored reservation makes work due: a worker comes once it is overdue
-ok( wait_until(30, sub {
-			$node->safe_psql('half2', q{
-SELECT coalesce(max(last_visit), '-infinity') > (SELECT expires_at FROM inventory.ledger WHERE order_id = 'due-soon')
-  FROM inventory.worker_status WHERE datname = 'half2'}) eq 't';
-	}),
-	'a worker visited the database since');
+# the restore makes work due at once: a worker comes, finds the marker,
+# and leaves with nothing due (a worker that fails there instead logs an
+# ERROR: no need to wait longer)
+sub half2_visited
+{
+	my ($v, $state) = split /\|/, half2_worker();
+	return $v > $visits && $state eq 'idle';
+}
+ok(wait_until(30, sub { half2_visited() || worker_errors($offset) ne '' }) && half2_visited(),
+	'a worker visited the database since, and left with nothing due')
+  or diag half2_worker();
+is(worker_errors($offset), '', 'no worker failed there: no worker ERROR in the server\'s log since the restore');
+is((split /\|/, half2_worker())[2], '0', 'the workers expired nothing there');
+is($node->safe_psql('half2', "SELECT count(*) FROM inventory.ledger WHERE settled_at >= '$before'"), '0',
+	'nothing in its ledger was settled since the restore');
 is($node->safe_psql('half2', "SELECT state FROM inventory.ledger WHERE order_id = 'due-soon'"), 'PENDING',
-	'and left the overdue reservation alone');
+	'the overdue reservation is left PENDING');
+my $ended = $node->safe_psql('half2', 'SELECT clock_timestamp()');
 ($ok, $err) = restore_from("$tmp/due.dump", 'half2', '-L', $due_sku);
 ok($ok, 'then pg_restore of inventory.sku') or diag $err;
 is(marker('half2'), '', 'in either order, the marker goes');
@@ -133,6 +171,9 @@ ok( wait_until(30, sub {
 			$node->safe_psql('half2', "SELECT state FROM inventory.ledger WHERE order_id = 'due-soon'") eq 'EXPIRED';
 	}),
 	'and the worker expires what fell due meanwhile');
+is($node->safe_psql('half2', "SELECT settled_at >= '$ended' FROM inventory.ledger WHERE order_id = 'due-soon'"), 't',
+	'once the marker was gone');
+is(worker_errors($offset), '', 'no worker ERROR in the log all along');
 
 # --- whole restores leave no marker ---------------------------------------
 for my $args ([], [ '-j', '2' ], [ '-1' ])
