@@ -29,11 +29,14 @@
 # time, replays of earlier acknowledged calls answer duplicate, and it
 # sells exactly what it has.
 #
-# The servers run with PostgreSQL's defaults plus what the manual asks for
-# before any failover: wal_log_hints = on (pg_rewind refuses without it or
-# data checksums; proven first), wal_keep_size, and a role for pg_rewind.
-# (PostgreSQL::Test::Cluster's own settings for a test server stay: fsync
-# off, a small shared_buffers, log_statement = all, ...)
+# The servers run with what the manual asks for before any failover:
+# wal_log_hints = on (pg_rewind refuses without it or data checksums;
+# proven first), wal_keep_size, and a role for pg_rewind.
+# PostgreSQL::Test::Cluster turns wal_log_hints on by itself for a server
+# that streams; it is set back to off, PostgreSQL's default, before the
+# manual's settings, so that they are what lets pg_rewind work.  Its other
+# settings for a test server stay: fsync off, restart_after_crash off, a
+# small shared_buffers and max_connections, log_statement = all, ...
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -54,6 +57,10 @@ my $FAILOVER_CONF = qq{
 wal_log_hints = on
 wal_keep_size = '1GB'
 };
+
+# PostgreSQL's default, in place of PostgreSQL::Test::Cluster's wal_log_hints
+# = on for a streaming server, before the manual's settings
+my $DEFAULTS_CONF = "wal_log_hints = off\n";
 
 sub sql
 {
@@ -147,7 +154,7 @@ sub promote
 {
 	# PostgreSQL::Test::Cluster turns wal_log_hints on for a server that
 	# streams; a Debian cluster has it off, and no data checksums
-	my $c = inventory_node('no_hints', 'wal_log_hints = off', allows_streaming => 1);
+	my $c = inventory_node('no_hints', $DEFAULTS_CONF, allows_streaming => 1);
 	sql($c, 'CREATE EXTENSION inventory');
 	is(sql($c, 'SHOW wal_log_hints') . ' ' . sql($c, 'SHOW data_checksums'), 'off off',
 		'a server with PostgreSQL\'s defaults: no wal_log_hints, no data checksums');
@@ -170,8 +177,10 @@ sub promote
 
 # --- the two servers ---------------------------------------------------------------
 
-my $node_a = inventory_node('node_a', $FAILOVER_CONF, allows_streaming => 1);
+# node_b is made from a backup of node_a, with its postgresql.conf
+my $node_a = inventory_node('node_a', $DEFAULTS_CONF . $FAILOVER_CONF, allows_streaming => 1);
 is(sql($node_a, 'SHOW data_checksums'), 'off', 'node_a has no data checksums: wal_log_hints it is');
+is(sql($node_a, 'SHOW wal_log_hints'), 'on', 'wal_log_hints is on: the manual\'s setting, after the default off');
 sql($node_a, 'CREATE EXTENSION inventory');
 # pg_rewind connects as a role that may read the source's files, not as a
 # superuser, as the manual shows
