@@ -64,11 +64,14 @@ sub restore
 	return restore_from("$tmp/shop.dump", $db, @args);
 }
 
+# refused(DB, WHAT, [NODE]): is a sale in DB refused with SQLSTATE 55000,
+# saying why and what to do?
 sub refused
 {
-	my ($db, $what) = @_;
-	my ($rc, $out, $err) = $node->psql($db, "SELECT inventory.reserve('TEE', 1, 'try-$what')");
-	return $rc != 0 && $err =~ /the restore of this database's inventory is incomplete/
+	my ($db, $what, $n) = @_;
+	my ($rc, $out, $err) = ($n // $node)->psql($db,
+		"\\set VERBOSITY verbose\nSELECT inventory.reserve('TEE', 1, 'try-$what')");
+	return $rc != 0 && $err =~ /ERROR:  55000: the restore of this database's inventory is incomplete/
 	  && $err =~ /HINT:  Restore the missing table/;
 }
 
@@ -85,8 +88,12 @@ ok($ok, 'pg_restore of everything but the ledger') or diag $err;
 is(marker('half1'), 't|f', 'the marker stands: inventory.sku restored, the ledger not');
 ok(refused('half1', 'a'), 'a sale is refused, saying why and what to do');
 my ($rc, $out);
-($rc, $out, $err) = $node->psql('half1', "SELECT inventory.available('TEE')");
-isnt($rc, 0, 'available() is refused too: what the base counters alone say is not the stock');
+($rc, $out, $err) = $node->psql('half1', "\\set VERBOSITY verbose\nSELECT inventory.available('TEE')");
+like($err, qr/ERROR:  55000: the restore of this database's inventory is incomplete/,
+	'available() is refused too: what the base counters alone say is not the stock');
+($rc, $out, $err) = $node->psql('half1', "\\set VERBOSITY verbose\nSELECT inventory.reserve_now('TEE', 1, 'now-a')");
+like($err, qr/ERROR:  55000: the restore of this database's inventory is incomplete/,
+	'and so is reserve_now(), with SQLSTATE 55000');
 
 # a crash does not lift it
 $node->stop('immediate');
