@@ -1,13 +1,19 @@
 # A restore that stops half-way: pg_restore without -1 commits each table
 # on its own, so one that stops after inventory.sku (or after the ledger)
 # leaves one table restored.  The marker of an incomplete restore then
-# stands: sales in the database are refused with an error that says what
-# to do, the worker leaves the database alone, and the marker survives a
-# crash, a standby's promotion and a point-in-time recovery that stops
-# between the two COPYs.  It clears itself once both tables have been
-# restored since it was set, in either order; an administrator may finish
-# the restore (checked) or abandon it (what is there sells).  A whole
-# restore, also with -j 2, leaves no marker.
+# stands: sales in the database (reserve, reserve_now, available) are
+# refused with SQLSTATE 55000 and an error that says what to do, the
+# worker leaves the database alone -- it comes, expires nothing, fails
+# nothing, and leaves -- and the marker survives a crash, a streaming
+# standby's promotion and a point-in-time recovery that stops between the
+# two COPYs.  It clears itself once both tables have been restored since it
+# was set, in either order, also on the promoted standby.  An administrator
+# may abandon the restore (what is there sells) or finish it, which checks
+# every SKU (23514 for a base that does not add up) and is refused (55000)
+# while a table not restored since is empty.  A whole restore, also with
+# -j 2 and -1, leaves no marker.  The copies are dumped from a source
+# server whose worker is off, so that they hold exactly what the test
+# compares with.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -52,8 +58,15 @@ my $ledger_only = toc_file("$tmp/shop.dump", 'ledger.list', sub { $_[0] =~ /TABL
 sub restore_from
 {
 	my ($dump, $db, @args) = @_;
+	return restore_into($node, $dump, $db, @args);
+}
+
+# restore_into(NODE, DUMP, DB, ARGS...): the same, into NODE's database
+sub restore_into
+{
+	my ($n, $dump, $db, @args) = @_;
 	my ($out, $err) = ('', '');
-	my $ok = IPC::Run::run([ 'pg_restore', @args, '-d', $node->connstr($db), $dump ],
+	my $ok = IPC::Run::run([ 'pg_restore', @args, '-d', $n->connstr($db), $dump ],
 		'>', \$out, '2>', \$err);
 	return ($ok, $err);
 }
@@ -75,10 +88,11 @@ sub refused
 	  && $err =~ /HINT:  Restore the missing table/;
 }
 
+# marker(DB, [NODE]): the marker of an incomplete restore of DB, if one stands
 sub marker
 {
-	my ($db) = @_;
-	return $node->safe_psql($db, 'SELECT sku_restored, ledger_restored FROM inventory.restore_state');
+	my ($db, $n) = @_;
+	return ($n // $node)->safe_psql($db, 'SELECT sku_restored, ledger_restored FROM inventory.restore_state');
 }
 
 # --- stops after inventory.sku: its list leaves the ledger out ------------
@@ -248,7 +262,32 @@ like($err, qr/DETAIL:  With them the SKU would have on_hand -1 and reserved 0, w
 	'and its counters');
 is(marker('half6'), 't|f', 'the marker still stands');
 
-# --- a promoted standby, and a point-in-time recovery between the COPYs ---
+# --- a streaming standby promoted while the marker stands ---------------
+$node->backup('for_standby');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($node, 'for_standby', has_streaming => 1);
+# its timeline stays out of the primary's archive, which the recovery below reads
+$standby->append_conf('postgresql.conf', "archive_mode = off\n");
+$standby->start;
+$node->safe_psql('postgres', 'CREATE DATABASE half7');
+($ok, $err) = restore('half7', '-L', $no_ledger);
+ok($ok, 'on the primary, pg_restore of everything but the ledger') or diag $err;
+is(marker('half7'), 't|f', 'the marker stands there');
+$node->wait_for_catchup($standby, 'replay');
+is(marker('half7', $standby), 't|f', 'the standby has replayed it');
+$standby->promote;
+ok($standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'the standby is promoted');
+is(marker('half7', $standby), 't|f', 'the marker stands on the promoted server');
+ok(refused('half7', 'promoted', $standby), 'a sale there is refused with 55000');
+($ok, $err) = restore_into($standby, "$tmp/shop.dump", 'half7', '-L', $ledger_only);
+ok($ok, 'pg_restore of the ledger into the promoted server') or diag $err;
+is(marker('half7', $standby), '', 'the marker is gone there');
+is($standby->safe_psql('half7', 'SELECT * FROM inventory.stock ORDER BY sku'), $want, 'its stock is the source\'s');
+is($standby->safe_psql('half7', "SELECT (inventory.reserve('MUG', 1, 'after-7', ttl => '1 hour')).status"), 'ok',
+	'and it sells');
+$standby->stop;
+
+# --- a point-in-time recovery between the COPYs ---------------------------
 $node->safe_psql('postgres', 'CREATE DATABASE half5');
 $node->backup('base');
 my $sql = "$tmp/by-hand.sql";
