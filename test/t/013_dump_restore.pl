@@ -2,12 +2,16 @@
 # pg_dump -Fc + pg_restore (also -j 2 and -1), a plain pg_dump + psql,
 # pg_dumpall + psql into a fresh cluster, data-only dumps (also with
 # --disable-triggers, whose DISABLE TRIGGER leaves the extension's triggers
-# on, with a warning, and under session_replication_role = replica), and
-# the ledger restored before inventory.sku.  Each restored database must equal the
-# source: the same inventory.stock, the same rows and keys, replays
-# answered as duplicates, holds in place, verify() empty, the PENDING
-# reservations expiring on time.  An inconsistent dump fails loudly and
-# leaves none of the COPY that carried the inconsistency.
+# on, with a warning -- also piped into psql without ON_ERROR_STOP -- and
+# under session_replication_role = replica), and the ledger restored
+# before inventory.sku.  Each restored database must equal the source: the
+# same inventory.stock, the same rows and keys, replays answered as
+# duplicates, holds in place, verify() empty, the PENDING reservations
+# expiring on time, also in a database restored while the workers run.
+# An inconsistent dump (also --data-only --disable-triggers) fails loudly
+# and leaves none of the COPY that carried the inconsistency; the table
+# restored before it stays, and nothing is sold (55000) until the restore
+# is complete.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -152,6 +156,20 @@ my %route = (
 		ok($ok, "psql -v ON_ERROR_STOP=1 -f data-dt.sql into $db") or diag $err;
 		like($err, $kept_on, "$db: psql shows the warning");
 	},
+	# a real pipe, and psql without ON_ERROR_STOP, as it is often typed: what
+	# the person sees is psql's exit code 0 and, on its stderr, the WARNING
+	# for each table whose triggers the script disables, and no ERROR
+	'pg_dump --data-only --disable-triggers | psql' => sub {
+		my ($db) = @_;
+		$dst->safe_psql($db, 'CREATE EXTENSION inventory');
+		my ($out, $dump_err, $err) = ('', '', '');
+		my $ok = IPC::Run::run([ @dump, '--data-only', '--disable-triggers' ], '2>', \$dump_err,
+			'|', [ 'psql', '-X', '-q', '-d', $dst->connstr($db) ], '>', \$out, '2>', \$err);
+		ok($ok, "pg_dump --data-only --disable-triggers | psql into $db: both exit 0") or diag "$dump_err$err";
+		my @warnings = $err =~ /$kept_on/g;
+		is(scalar(@warnings), 2, "$db: psql shows the warning twice, once per table");
+		unlike($err, qr/ERROR/, "$db: and no error");
+	},
 	'data-only + pg_restore, session_replication_role = replica' => sub {
 		my ($db) = @_;
 		$dst->safe_psql($db, 'CREATE EXTENSION inventory');
@@ -218,16 +236,67 @@ SELECT count(*) FROM inventory.ledger l
 	is($dst->safe_psql($db, 'SELECT count(*) FROM inventory.verify()'), '0', "$how: verify() is empty after it");
 }
 
+# --- a restore into a server whose worker runs -------------------------------
+# A reservation due shortly after the restore is expired on time: the
+# restore tells the worker when the database's work is due, and a worker
+# looks at least every inventory.expire_interval; a second more for its
+# start and its batch.
+my $interval = $dst->safe_psql('postgres',
+	"SELECT setting::numeric / 1000 FROM pg_settings WHERE name = 'inventory.expire_interval' AND unit = 'ms'");
+my $BOUND = $interval + 1.0;
+is($dst->safe_psql('postgres', 'SHOW inventory.worker_enabled'), 'on', 'the target\'s workers run');
+is($src->safe_psql('shop', "SELECT (inventory.reserve('CAP', 1, 'due-live', ttl => '5 seconds')).status"), 'ok',
+	'the source reserves for 5 seconds');
+$src->command_ok([ @dump, '-Fc', '-f', "$tmp/live.dump" ], 'pg_dump -Fc, with a reservation due in 5 seconds');
+$dst->safe_psql('postgres', 'CREATE DATABASE live');
+# the schema first: a worker comes once CREATE EXTENSION commits, finds
+# nothing due and leaves; what brings it back is the restore of the rows
+$dst->command_ok([ 'pg_restore', '--schema-only', '-d', $dst->connstr('live'), "$tmp/live.dump" ],
+	'pg_restore --schema-only into a new database');
+ok($dst->poll_query_until('live',
+	"SELECT visits >= 1 AND state = 'idle' FROM inventory.worker_status WHERE datname = 'live'"),
+	'a worker has looked at it, and left with nothing due');
+$dst->command_ok([ 'pg_restore', '--data-only', '-d', $dst->connstr('live'), "$tmp/live.dump" ],
+	'then pg_restore --data-only');
+my $restored_at = $dst->safe_psql('live', 'SELECT clock_timestamp()');
+note $dst->safe_psql('live', qq{
+SELECT 'the reservation falls due ' || (expires_at - '$restored_at') || ' after the restore'
+  FROM inventory.ledger WHERE order_id = 'due-live'});
+ok($dst->poll_query_until('live', "SELECT state = 'EXPIRED' FROM inventory.ledger WHERE order_id = 'due-live'"),
+	'the restored reservation expires');
+# late from its expires_at, or from the end of the restore if it fell due before
+my $late = $dst->safe_psql('live', qq{
+SELECT extract(epoch FROM settled_at - greatest(expires_at, '$restored_at'))
+  FROM inventory.ledger WHERE order_id = 'due-live'});
+cmp_ok($late, '<=', $BOUND, "within ${BOUND}s (inventory.expire_interval and a second): ${late}s");
+is($dst->safe_psql('live', "SELECT settled_at >= expires_at FROM inventory.ledger WHERE order_id = 'due-live'"), 't',
+	'and not before it was due');
+is($dst->safe_psql('live', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty');
+
 # --- an inconsistent dump fails loudly --------------------------------------
 
+# restore_fails(FILE, DB, PATTERN, NAME, [EXTENSION]): psql -v ON_ERROR_STOP=1
+# -f FILE into a new database DB (with CREATE EXTENSION done first for a
+# data-only FILE) fails, saying PATTERN
 sub restore_fails
 {
-	my ($file, $db, $pattern, $name) = @_;
+	my ($file, $db, $pattern, $name, $extension) = @_;
 	$dst->safe_psql('postgres', "CREATE DATABASE $db");
+	$dst->safe_psql($db, 'CREATE EXTENSION inventory') if $extension;
 	my ($ok, $err) = psql_file($dst, $db, $file);
 	ok(!$ok, "$name: psql -v ON_ERROR_STOP=1 fails");
 	like($err, $pattern, "$name: with the reason");
 }
+
+# sqlstate(DB, SQL): the SQLSTATE SQL fails with in DB on the target, '' if it succeeds
+sub sqlstate
+{
+	my ($db, $sql) = @_;
+	my ($rc, $out, $err) = $dst->psql($db, "\\set VERBOSITY verbose\n$sql");
+	return $rc == 0 ? '' : $err =~ /ERROR:  ([0-9A-Z]{5}):/ ? $1 : "? $err";
+}
+
+my $incomplete = qr/ERROR:  55000: the restore of this database's inventory is incomplete/;
 
 # a base that does not add up with its movements, in either order
 my $plain = slurp_file("$tmp/shop.sql");
@@ -237,6 +306,8 @@ print $bfh $bad;
 close $bfh;
 restore_fails("$tmp/bad.sql", 'bad1', qr/restored rows of sku "TEE" are inconsistent/, 'a base that does not add up');
 is($dst->safe_psql('bad1', 'SELECT count(*) FROM inventory.ledger'), '0', 'none of the ledger landed');
+is(sqlstate('bad1', "SELECT inventory.reserve('MUG', 1, 'half')"), '55000',
+	'and with inventory.sku alone restored, nothing is on sale: 55000, the restore stands incomplete');
 
 $dst->command_ok([ 'pg_restore', '-L', "$tmp/ledger-first.list", '-f', "$tmp/ledger-first.sql", "$tmp/shop.dump" ],
 	'a plain script with the ledger first');
@@ -247,9 +318,38 @@ close $bfh;
 restore_fails("$tmp/bad2.sql", 'bad2', qr/restored rows of sku "TEE" are inconsistent/,
 	'the same, the ledger first');
 is($dst->safe_psql('bad2', 'SELECT count(*) FROM inventory.sku'), '0', 'none of inventory.sku landed');
-my ($rc, $out, $err) = $dst->psql('bad2', "SELECT inventory.reserve('MUG', 1, 'half')");
-like($err, qr/the restore of this database's inventory is incomplete/,
-	'and with the ledger alone restored, nothing is on sale: the restore stands incomplete');
+is(sqlstate('bad2', "SELECT inventory.reserve('MUG', 1, 'half')"), '55000',
+	'and with the ledger alone restored, nothing is on sale: 55000, the restore stands incomplete');
+
+# the same base in a --data-only --disable-triggers dump: its DISABLE
+# TRIGGER leaves the extension's triggers on, so the restore is checked
+(my $bad_dt = slurp_file("$tmp/data-dt.sql")) =~ s/^TEE\t\d+\t/TEE\t0\t/m or die 'no TEE row in the data-only dump';
+open $bfh, '>', "$tmp/bad-dt.sql" or die;
+print $bfh $bad_dt;
+close $bfh;
+restore_fails("$tmp/bad-dt.sql", 'bad5', qr/restored rows of sku "TEE" are inconsistent/,
+	'a base that does not add up, --data-only --disable-triggers', 1);
+is($dst->safe_psql('bad5', 'SELECT count(*) FROM inventory.ledger'), '0', 'none of its ledger landed');
+is(sqlstate('bad5', "SELECT inventory.reserve('MUG', 1, 'half')"), '55000', 'and nothing is on sale: 55000');
+
+# and with psql without ON_ERROR_STOP, as it is often typed: psql goes on
+# after the error and exits 0; the person sees the ERROR on its stderr, and
+# the database sells nothing
+$dst->safe_psql('postgres', 'CREATE DATABASE bad6');
+$dst->safe_psql('bad6', 'CREATE EXTENSION inventory');
+{
+	my ($out, $err) = ('', '');
+	my $ok = IPC::Run::run([ 'psql', '-X', '-q', '-d', $dst->connstr('bad6'), '-f', "$tmp/bad-dt.sql" ],
+		'>', \$out, '2>', \$err);
+	ok($ok, 'the same without ON_ERROR_STOP: psql exits 0');
+	like($err, qr/ERROR:  restored rows of sku "TEE" are inconsistent/, 'its stderr has the ERROR');
+	like($err, $kept_on, 'and the WARNING of the DISABLE TRIGGER');
+}
+is($dst->safe_psql('bad6', 'SELECT count(*) FROM inventory.ledger'), '0', 'none of the ledger landed');
+is($dst->safe_psql('bad6', 'SELECT sku_restored, ledger_restored FROM inventory.restore_state'), 't|f',
+	'inventory.sku did, and the restore stands incomplete');
+my ($rc, $out, $err) = $dst->psql('bad6', "\\set VERBOSITY verbose\nSELECT inventory.reserve('MUG', 1, 'half')");
+like($err, $incomplete, 'so nothing is on sale: 55000');
 
 # a movement the state machine cannot have produced
 ($bad = $plain) =~ s/^(paid\t1\treserve\tTEE\t5\t\\N\t)CONFIRMED\t/${1}PENDING\t/m or die 'no paid row';
