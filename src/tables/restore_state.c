@@ -15,10 +15,11 @@
  * marker was set, in either order, the row is deleted.  A restoring COPY
  * into a database that has the other table's rows adds to it, and sets no
  * marker.  Restores take turns (enforce/restore.c), and the tables are read
- * with a fresh snapshot, so that one restore sees what the one before it
- * committed.  Its rows change
- * in the restoring transaction, with the COPY: a COPY that fails leaves
- * the marker as it was.  While it stands nothing of the database is sold
+ * and the marker written with a fresh snapshot, so that one restore sees
+ * and ends what the one before it committed, also in a REPEATABLE READ
+ * transaction whose snapshot is older.  Its rows change in the restoring
+ * transaction, with the COPY: a COPY that fails leaves the marker as it
+ * was.  While it stands nothing of the database is sold
  * (shmem/cache_restore.c), until an administrator finishes the restore
  * (refused while a table not restored since is empty) or abandons it.  A
  * schema older than 0.3 has no marker.
@@ -107,11 +108,15 @@ RestoreStateBegin(bool ledger)
 	spi = InvSpiConnect();
 	if (InvStmtRun(&read_marker, NULL, NULL, true, 1) == 0 &&
 		InvStmtRun(ledger ? &sku_empty : &ledger_empty, NULL, NULL, true, 1) == 0)
-		InvStmtRun(&set_marker, NULL, NULL, false, 0);
+		InvStmtWriteLatest(&set_marker, NULL, NULL);
 	InvSpiFinish(spi);
 }
 
-/* A restoring COPY has loaded its table: the marker goes once both are. */
+/*
+ * A restoring COPY has loaded its table: the marker goes once both are.  The
+ * marker may have been set by the restore this one waited for, after this
+ * transaction's snapshot (REPEATABLE READ): it is changed as committed now.
+ */
 void
 RestoreStateTableDone(bool ledger)
 {
@@ -120,8 +125,8 @@ RestoreStateTableDone(bool ledger)
 	if (!HasMarker())
 		return;
 	spi = InvSpiConnect();
-	InvStmtRun(ledger ? &ledger_done : &sku_done, NULL, NULL, false, 0);
-	InvStmtRun(&clear_if_done, NULL, NULL, false, 0);
+	InvStmtWriteLatest(ledger ? &ledger_done : &sku_done, NULL, NULL);
+	InvStmtWriteLatest(&clear_if_done, NULL, NULL);
 	InvSpiFinish(spi);
 }
 
@@ -169,7 +174,7 @@ RestoreStateClear(void)
 	if (!HasMarker())
 		return false;
 	spi = InvSpiConnect();
-	n = InvStmtRun(&clear_marker, NULL, NULL, false, 0);
+	n = InvStmtWriteLatest(&clear_marker, NULL, NULL);
 	InvSpiFinish(spi);
 	return n > 0;
 }

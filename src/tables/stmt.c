@@ -45,6 +45,27 @@ InvSpiFinish(int level)
 	SPI_finish();
 }
 
+/* Prepares the statement, unless it is prepared for the current catalog. */
+static void
+StmtPrepare(InvStmt *stmt)
+{
+	const InvCatalog *cat = InvGetCatalog();
+	SPIPlanPtr	plan;
+
+	if (stmt->plan != NULL && stmt->epoch == cat->epoch)
+		return;
+	if (stmt->plan)
+		SPI_freeplan(stmt->plan);
+	stmt->plan = NULL;
+	plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare \"%s\": %s", stmt->sql,
+			 SPI_result_code_string(SPI_result));
+	SPI_keepplan(plan);
+	stmt->plan = plan;
+	stmt->epoch = cat->epoch;
+}
+
 /*
  * Runs a statement, with a fresh snapshot when latest is true (to read what
  * is committed now, whatever the caller's isolation level), else as a
@@ -55,30 +76,35 @@ uint64
 InvStmtRun(InvStmt *stmt, Datum *values, const char *nulls, bool latest,
 		   long count)
 {
-	const InvCatalog *cat = InvGetCatalog();
 	int			rc;
 
-	if (stmt->plan == NULL || stmt->epoch != cat->epoch)
-	{
-		SPIPlanPtr	plan;
-
-		if (stmt->plan)
-			SPI_freeplan(stmt->plan);
-		stmt->plan = NULL;
-		plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
-		if (plan == NULL)
-			elog(ERROR, "could not prepare \"%s\": %s", stmt->sql,
-				 SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		stmt->plan = plan;
-		stmt->epoch = cat->epoch;
-	}
-
+	StmtPrepare(stmt);
 	if (latest)
 		rc = SPI_execute_snapshot(stmt->plan, values, nulls, GetLatestSnapshot(),
 								  InvalidSnapshot, true, false, count);
 	else
 		rc = SPI_execute_plan(stmt->plan, values, nulls, false, count);
+	if (rc < 0)
+		elog(ERROR, "could not run \"%s\": %s", stmt->sql,
+			 SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/*
+ * Runs a statement that writes, on what is committed now: in a REPEATABLE
+ * READ transaction, a row committed since its snapshot -- by a transaction
+ * the caller waited for -- is found and changed all the same.  The caller
+ * holds the lock that orders such writers.  Returns the number of rows
+ * processed.
+ */
+uint64
+InvStmtWriteLatest(InvStmt *stmt, Datum *values, const char *nulls)
+{
+	int			rc;
+
+	StmtPrepare(stmt);
+	rc = SPI_execute_snapshot(stmt->plan, values, nulls, GetLatestSnapshot(),
+							  InvalidSnapshot, false, true, 0);
 	if (rc < 0)
 		elog(ERROR, "could not run \"%s\": %s", stmt->sql,
 			 SPI_result_code_string(rc));

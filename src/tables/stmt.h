@@ -23,6 +23,7 @@ extern int	InvSpiConnect(void);
 extern void InvSpiFinish(int level);
 extern uint64 InvStmtRun(InvStmt *stmt, Datum *values, const char *nulls,
 						 bool latest, long count);
+extern uint64 InvStmtWriteLatest(InvStmt *stmt, Datum *values, const char *nulls);
 extern void InvStmtRunAsOwner(InvStmt *stmt, Datum *values);
 extern void InvSqlRunAsOwner(const char *const *sql, int n);
 
