@@ -24,7 +24,8 @@
  * pg_restore loads them at the same time.  So restores of a database take
  * turns (a lock held to the end of the transaction), and each checks what
  * it can see whole: the ledger's restore every SKU, the restore of
- * inventory.sku the SKUs whose movements are there.  Until its row
+ * inventory.sku the SKUs whose movements are there, or every SKU when it
+ * completes a restore whose ledger came first.  Until its row
  * arrives, a SKU restored by the ledger alone does not exist: it is neither
  * sold nor folded, and a SKU created later is checked against those
  * movements (PendingCheckBounds).
@@ -193,11 +194,13 @@ RestoreFinish(int64 rows)
 {
 	Oid			relid = restoring_rel;
 	bool		ledger = (relid == InvGetCatalog()->ledger_rel);
+	bool		complete;
 
 	restoring_rel = InvalidOid;
-	CheckBounds(ledger ? &out_of_bounds : &out_of_bounds_moved,
+	/* the whole ledger is there when this restore completes one */
+	complete = RestoreStateTableDone(ledger);
+	CheckBounds(ledger || complete ? &out_of_bounds : &out_of_bounds_moved,
 				"Restore inventory.sku and inventory.ledger together, from one dump of one database.");
-	RestoreStateTableDone(ledger);
 	/* what fell due while the restore stood incomplete is due at once */
 	PoolNoteDue(GetCurrentTimestamp());
 	MarkRestoreEnd(relid, rows);
@@ -217,6 +220,8 @@ RestoreEndIncomplete(bool check)
 {
 	/* as a restore does, so that none runs meanwhile */
 	LockRestore(InvGetCatalog()->sku_rel);
+	if (!RestoreStateRead(NULL))
+		return false;
 	if (check)
 	{
 		TimestampTz since = 0;

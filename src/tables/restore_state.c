@@ -113,21 +113,24 @@ RestoreStateBegin(bool ledger)
 }
 
 /*
- * A restoring COPY has loaded its table: the marker goes once both are.  The
- * marker may have been set by the restore this one waited for, after this
- * transaction's snapshot (REPEATABLE READ): it is changed as committed now.
+ * A restoring COPY has loaded its table: the marker goes once both are, and
+ * then returns true.  The marker may have been set by the restore this one
+ * waited for, after this transaction's snapshot (REPEATABLE READ): it is
+ * changed as committed now.
  */
-void
+bool
 RestoreStateTableDone(bool ledger)
 {
+	uint64		cleared;
 	int			spi;
 
 	if (!HasMarker())
-		return;
+		return false;
 	spi = InvSpiConnect();
 	InvStmtWriteLatest(ledger ? &ledger_done : &sku_done, NULL, NULL);
-	InvStmtWriteLatest(&clear_if_done, NULL, NULL);
+	cleared = InvStmtWriteLatest(&clear_if_done, NULL, NULL);
 	InvSpiFinish(spi);
+	return cleared > 0;
 }
 
 /*

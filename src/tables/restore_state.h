@@ -12,7 +12,7 @@
 
 extern bool RestoreStateRead(TimestampTz *started_at);
 extern void RestoreStateBegin(bool ledger);
-extern void RestoreStateTableDone(bool ledger);
+extern bool RestoreStateTableDone(bool ledger);
 extern const char *RestoreStateMissing(TimestampTz *started_at);
 extern bool RestoreStateClear(void);
 

@@ -262,6 +262,18 @@ like($err, qr/DETAIL:  With them the SKU would have on_hand -1 and reserved 0, w
 	'and its counters');
 is(marker('half6'), 't|f', 'the marker still stands');
 
+# the ledger first, then inventory.sku: the second COPY completes the
+# restore, so every SKU is checked then, also one without movements
+$node->safe_psql('postgres', 'CREATE DATABASE half8');
+$node->safe_psql('half8', 'CREATE EXTENSION inventory');
+$node->safe_psql('half8', q{COPY inventory.ledger FROM PROGRAM $$printf 'r-in\t1\trestock\tR-1\t3\t\\N\t\\N\t2026-01-01 00:00:00+00\t\\N\t\\N\tf\t\\N\n'$$});
+is(marker('half8'), 'f|t', 'the ledger restored first: the marker stands');
+($rc, $out, $err) = $node->psql('half8', "\\set VERBOSITY verbose\n"
+	. q{COPY inventory.sku FROM PROGRAM $$printf 'R-1\t0\t0\t2026-01-01 00:00:00+00\t\\N\t\\N\t\\N\nX\t-5\t0\t2026-01-01 00:00:00+00\t\\N\t\\N\t\\N\n'$$});
+isnt($rc, 0, 'inventory.sku completing it with a base below zero and no movements is refused');
+like($err, qr/ERROR:  23514: restored rows of sku "X" are inconsistent/, 'with SQLSTATE 23514, naming the SKU');
+is(marker('half8'), 'f|t', 'the marker still stands');
+
 # --- a streaming standby promoted while the marker stands ---------------
 $node->backup('for_standby');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
