@@ -260,7 +260,7 @@ CheckRestoreComplete(void)
 				 errmsg("the restore of this database's inventory is incomplete"),
 				 errdetail("A restore of inventory.sku or inventory.ledger began at %s, and the other table has not been restored since; until it is, nothing is sold here.",
 						   timestamptz_to_str(since)),
-				 errhint("Restore the missing table from the same dump, and the restore ends by itself; or end it with SELECT inventory.restore_finish() once both tables are whole, or SELECT inventory.restore_abandon() to sell from what is there.")));
+				 errhint("Restore the missing table from the same dump, and the restore ends by itself; or end it with SELECT inventory.restore_abandon() to sell from what is there.")));
 }
 
 /* A transaction ends: if it may have changed a marker, every backend reads them again. */
