@@ -72,6 +72,10 @@ typedef struct PoolDb
 	int64		folded;
 	PoolVerify	verify;			/* the last background verify */
 	ReconcileCounts reconciled; /* what the reconciler's answers did */
+	/* LISTEN inventory_stock: written by the worker in the database */
+	TimestampTz notify_retry_at;	/* after a failed send, none before this; 0: none failed */
+	int			notify_failing; /* sends failed in a row */
+	int64		notify_failures;	/* sends failed since the server started */
 } PoolDb;
 
 typedef struct PoolSlot
@@ -110,6 +114,14 @@ static bool visiting = false;
 
 /* a worker that failed is sent back after this long */
 #define RETRY_DELAY_MS	1000
+
+/*
+ * A failed send of notifications is tried again after this long, doubled
+ * at each failure in a row up to the most: a full NOTIFY queue takes a
+ * while to empty, and each try costs a transaction and a WARNING.
+ */
+#define NOTIFY_RETRY_MIN_MS 1000
+#define NOTIFY_RETRY_MAX_MS 30000
 
 /* settings */
 int			inv_max_workers = 2;
@@ -232,6 +244,9 @@ TakeDb(Oid dboid, const char *datname)
 	db->visits = db->expired = db->folded = 0;
 	memset(&db->verify, 0, sizeof(PoolVerify));
 	memset(&db->reconciled, 0, sizeof(ReconcileCounts));
+	db->notify_retry_at = 0;
+	db->notify_failing = 0;
+	db->notify_failures = 0;
 	return db;
 }
 
@@ -801,6 +816,9 @@ void
 PoolVisitBegin(void)
 {
 	pg_atomic_write_u64(&visit_db->due, (uint64) POOL_NOTHING_DUE);
+	/* notifications whose send failed are due again after their back-off */
+	if (visit_db->notify_retry_at != 0)
+		(void) DueLower(visit_db, visit_db->notify_retry_at);
 	visiting = true;
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	visit_db->probe = false;
@@ -886,6 +904,50 @@ PoolReconcileReport(const ReconcileCounts *c)
 	LWLockRelease(pool->lock);
 }
 
+/*
+ * May the worker try to send its database's notifications now?  Not
+ * before the back-off of a failed send has passed, whatever was noted
+ * since.  Only the worker in the database writes what this reads.
+ */
+bool
+PoolNotifyMayTry(TimestampTz now)
+{
+	return now >= visit_db->notify_retry_at;
+}
+
+/*
+ * A send of notifications failed at now: counted, and the notes are due
+ * again after a back-off, which is returned (milliseconds).
+ */
+int
+PoolNotifyFailed(TimestampTz now)
+{
+	int			backoff = NOTIFY_RETRY_MIN_MS;
+
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < visit_db->notify_failing && backoff < NOTIFY_RETRY_MAX_MS; i++)
+		backoff *= 2;
+	backoff = Min(backoff, NOTIFY_RETRY_MAX_MS);
+	visit_db->notify_failing++;
+	visit_db->notify_failures++;
+	visit_db->notify_retry_at = TimestampTzPlusMilliseconds(now, backoff);
+	LWLockRelease(pool->lock);
+	(void) DueLower(visit_db, visit_db->notify_retry_at);
+	return backoff;
+}
+
+/* A send of notifications committed: the next failure backs off afresh. */
+void
+PoolNotifySent(void)
+{
+	if (visit_db->notify_retry_at == 0)
+		return;
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	visit_db->notify_retry_at = 0;
+	visit_db->notify_failing = 0;
+	LWLockRelease(pool->lock);
+}
+
 /* A visit that ends as it should. */
 void
 PoolVisitEnd(void)
@@ -952,6 +1014,7 @@ PoolCopyStatus(int *count)
 		s->folded = db->folded;
 		s->verify = db->verify;
 		s->reconciled = db->reconciled;
+		s->notify_failures = db->notify_failures;
 
 		if (db->pauses > 0)
 			s->state = "paused";

@@ -73,6 +73,9 @@ extern bool PoolWorkerStay(TimestampTz now, TimestampTz *until);
 extern bool PoolVerifyDue(TimestampTz now, int interval_ms);
 extern void PoolVerifyReport(const PoolVerify *v);
 extern void PoolReconcileReport(const ReconcileCounts *c);
+extern bool PoolNotifyMayTry(TimestampTz now);
+extern int	PoolNotifyFailed(TimestampTz now);
+extern void PoolNotifySent(void);
 extern void PoolVisitEnd(void);
 extern void PoolReportAbsent(void);
 
@@ -92,6 +95,7 @@ typedef struct PoolDbStatus
 	int64		folded;
 	PoolVerify	verify;
 	ReconcileCounts reconciled;
+	int64		notify_failures;
 } PoolDbStatus;
 
 extern PoolDbStatus *PoolCopyStatus(int *count);

@@ -16,7 +16,9 @@
  * Each round first sends LISTEN inventory_stock the SKUs that sold out or
  * came back on sale, as noted by commits with inventory.stock_notifications
  * on (shmem/cache_notify.c), in a transaction of its own, so that the
- * commits that made them do not take NOTIFY's cluster-wide lock.
+ * commits that made them do not take NOTIFY's cluster-wide lock; a send
+ * that fails is logged and tried again after a back-off, and the round
+ * goes on.
  * At most once per inventory.verify_interval a visit also compares the
  * cache with the tables, as inventory.verify() does, and records what it
  * found for inventory.verify_status; a database with no work due gets no
@@ -42,6 +44,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
@@ -115,20 +118,23 @@ ExtensionPresent(void)
  */
 static TimestampTz expire_from = DT_NOBEGIN;
 
+/* this database's name, for the messages of a failed send */
+static NameData notify_datname;
+
 /*
  * Sends the SKUs whose committed available reached zero or came back above
- * it to LISTEN inventory_stock, each with its latest state; one that was
- * sent less than inventory.stock_notify_interval ago is due again then.
- * The notes are done only once the notifications have committed.  The
- * sessions that committed decided, by their inventory.stock_notifications,
- * whether to note: what they noted is sent whatever the worker's own
- * setting, so that no note keeps its entry in the cache for ever.
+ * it to LISTEN inventory_stock, each with its latest state, in a
+ * transaction of its own; one that was sent less than
+ * inventory.stock_notify_interval ago is due again then.  The notes are
+ * done only once the notifications have committed.  The sessions that
+ * committed decided, by their inventory.stock_notifications, whether to
+ * note: what they noted is sent whatever the worker's own setting, so that
+ * no note keeps its entry in the cache for ever.
  */
 static void
-WorkerNotify(void)
+WorkerSendNotes(TimestampTz now)
 {
 	InvStockNote *notes;
-	TimestampTz now;
 	TimestampTz next;
 	int			n;
 
@@ -140,7 +146,13 @@ WorkerNotify(void)
 		CommitTransactionCommand();
 		return;
 	}
-	now = GetCurrentTimestamp();
+	if (NameStr(notify_datname)[0] == '\0')
+	{
+		char	   *name = get_database_name(MyDatabaseId);
+
+		if (name != NULL)
+			namestrcpy(&notify_datname, name);
+	}
 	n = CacheTakeNotes(&notes, now, &next);
 	if (n > 0)
 		pgstat_report_activity(STATE_RUNNING, "inventory: notifying inventory_stock");
@@ -159,6 +171,56 @@ WorkerNotify(void)
 		PoolNoteDue(next);
 	CommitTransactionCommand();
 	CacheNotesSent(notes, n, now);
+	PoolNotifySent();
+	if (n > 0)
+		pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * Sends the notes due, unless a send failed less than its back-off ago.
+ * A send that fails -- the NOTIFY queue is full because a listener sits in
+ * an open transaction, say -- does not stop the worker: as autovacuum does
+ * when a table fails, the error is reported and the transaction aborted,
+ * here as a WARNING that says when the notes are tried again, and the
+ * round goes on.  The failure is counted in inventory.worker_status.
+ */
+static void
+WorkerNotify(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (!PoolNotifyMayTry(now))
+		return;
+	PG_TRY();
+	{
+		WorkerSendNotes(now);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		int			backoff;
+
+		HOLD_INTERRUPTS();
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		backoff = PoolNotifyFailed(GetCurrentTimestamp());
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("could not send the notifications of database \"%s\" to LISTEN inventory_stock: %s",
+						NameStr(notify_datname), edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+				 errhint("They are sent again, with the latest state, in %d s at the earliest. "
+						 "When the NOTIFY queue is full, a listener that does not read its notifications, "
+						 "such as a session idle in an open transaction, keeps it from emptying.",
+						 backoff / 1000)));
+		FreeErrorData(edata);
+		pgstat_report_activity(STATE_IDLE, NULL);
+		RESUME_INTERRUPTS();
+	}
+	PG_END_TRY();
 }
 
 /* The memory of a round's overdue orders, between its transactions. */

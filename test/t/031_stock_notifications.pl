@@ -4,7 +4,10 @@
 # listener sees the final state of a hot SKU after a race, a SKU
 # flickering around zero is sent at most once per
 # inventory.stock_notify_interval, and a session without the setting notes
-# nothing, while what a session with it noted is always sent.
+# nothing, while what a session with it noted is always sent.  A send that
+# fails (the notification queue takes nothing more) is logged and counted
+# in inventory.worker_status, and tried again after a back-off until the
+# latest state is heard, while the worker goes on expiring and folding.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -157,5 +160,102 @@ for my $s ($shop, $quiet)
 	$s->{in} .= "\\q\n";
 	$s->{run}->finish;
 }
+
+# A send that fails does not stop the worker.  The NOTIFY queue is full
+# when a listener stops reading (a session idle in an open transaction)
+# long enough, but its 8 GB take a minute and as much disk to fill; a
+# queue whose files cannot be written fails the same way, at the same
+# point of the worker's commit.  A restart empties pg_notify, the test
+# makes it read-only, then fills the pages the server keeps in memory
+# until no notification fits in them any more.
+$node->restart;
+$shop = listener('shop');
+$node->safe_psql('shop', "SELECT inventory.restock('JAM', 1, 'in-jam')");
+ok(wait_until(30, sub { @{ of_sku(heard($shop), 'JAM') } == 1 }), 'after a restart, notifications are heard');
+my $failures = sub {
+	$node->safe_psql('shop', "SELECT notify_failures FROM inventory.worker_status WHERE datname = 'shop'");
+};
+is($failures->(), '0', 'worker_status counts no failed send');
+
+my $notify_dir = $node->data_dir . '/pg_notify';
+chmod(0500, $notify_dir) or die "chmod $notify_dir: $!";
+my ($fill_ret, $fill_out, $fill_err) = $node->psql('shop',
+	q{SELECT pg_notify('fill', repeat('x', 7900) || g) FROM generate_series(1, 40) g});
+like($fill_err, qr/pg_notify.*Permission denied/, 'the queue cannot take 40 pages of notifications');
+($fill_ret, $fill_out, $fill_err) = $node->psql('shop',
+	q{DO $$ BEGIN LOOP PERFORM pg_notify('fill', ''); COMMIT; END LOOP; END $$});
+like($fill_err, qr/pg_notify.*Permission denied/, 'nor, one by one, the smallest notification');
+
+# JAM sells out: the worker's send fails, and is counted and logged
+$node->safe_psql('shop', "SELECT inventory.reserve('JAM', 1, 'jam-0')");
+ok(wait_until(30, sub { $failures->() >= 1 }), 'the failed send is counted in worker_status.notify_failures');
+ok( $node->log_contains(
+		qr/WARNING:  could not send the notifications of database "shop" to LISTEN inventory_stock: could not access status of transaction 0\n.*DETAIL:  Could not open file "pg_notify\/0000": Permission denied\.\n.*HINT:  They are sent again, with the latest state, in 1 s at the earliest\. When the NOTIFY queue is full, a listener that does not read its notifications, such as a session idle in an open transaction, keeps it from emptying\./
+	),
+	'and logged as a WARNING, with the reason and a hint');
+
+# the worker goes on expiring and folding meanwhile
+my ($expired0, $folded0) = split /\|/, $node->safe_psql('shop',
+	"SELECT expired, folded FROM inventory.worker_status WHERE datname = 'shop'");
+$node->safe_psql('shop', q{
+SELECT inventory.restock('EXP', 1, 'in-exp');
+SELECT inventory.reserve('EXP', 1, 'exp-1', ttl => '200 ms')});
+ok( wait_until(30, sub {
+			$node->safe_psql('shop', "SELECT state FROM inventory.ledger WHERE order_id = 'exp-1'") eq 'EXPIRED';
+	}),
+	'while no notification can be sent, the worker expires an overdue reservation');
+ok( wait_until(30, sub {
+			$node->safe_psql('shop', qq{
+SELECT expired > $expired0 AND folded > $folded0 FROM inventory.worker_status WHERE datname = 'shop'}) eq 't';
+	}),
+	'and folds');
+
+# retried after a back-off, however often crossings make the database due:
+# 1 s after the first failure, then 2 s, 4 s...: at most two tries in 4 s
+my $f0 = $failures->();
+my $jam_version = $node->safe_psql('shop', q{
+DO $$
+DECLARE
+	t0 timestamptz := clock_timestamp();
+	i int := 0;
+BEGIN
+	WHILE clock_timestamp() < t0 + interval '4 s' LOOP
+		i := i + 1;
+		PERFORM inventory.cancel('jam-' || (i - 1));
+		COMMIT;
+		PERFORM inventory.reserve('JAM', 1, 'jam-' || i);
+		COMMIT;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RAISE NOTICE 'flips %', i;
+END $$;
+SELECT version FROM inventory.stock WHERE sku = 'JAM'});
+my $tries = $failures->() - $f0;
+cmp_ok($tries, '>=', 1, 'the send is tried again');
+cmp_ok($tries, '<=', 2, "but backs off: $tries failed tries in 4 s of crossings every 50 ms or so");
+is(scalar(@{ of_sku(heard($shop), 'JAM') }), 1, 'nothing of JAM was heard meanwhile');
+
+# once the queue takes notifications again, the notes still due are sent,
+# with the latest state
+chmod(0700, $notify_dir) or die "chmod $notify_dir: $!";
+ok( wait_until(60, sub {
+			my $g = of_sku(heard($shop), 'JAM');
+			@$g == 2 && $g->[-1][0] == 0 && $g->[-1][1] == $jam_version;
+	}),
+	'once the queue takes notifications again, JAM is heard sold out, with its latest version');
+ok( wait_until(30, sub {
+			my $g = of_sku(heard($shop), 'EXP');
+			@$g && $g->[-1][0] == 1;
+	}),
+	'and EXP back on sale after its expiry');
+my $settled = $failures->();
+$node->safe_psql('shop', q{
+SELECT inventory.cancel(order_id) FROM inventory.ledger WHERE sku = 'JAM' AND state = 'PENDING'});
+ok(wait_until(30, sub { of_sku(heard($shop), 'JAM')->[-1][0] == 1 }), 'the next crossing is heard at once');
+is($failures->(), $settled, 'with no more failures');
+is($node->safe_psql('shop', 'SELECT count(*) FROM inventory.verify()'), '0', 'the cache agrees with the tables');
+
+$shop->{in} .= "\\q\n";
+$shop->{run}->finish;
 $node->stop;
 done_testing();
