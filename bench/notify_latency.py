@@ -4,9 +4,10 @@ inventory_stock hears that a SKU sold out, or came back on sale.
 
 Usage: notify_latency.py CONNINFO SKU FLIPS GAP_MS
 
-SKU has one unit on sale.  A seller (a session with
-inventory.stock_notifications on) takes it with reserve() and gives it back
-with cancel(), FLIPS times each, GAP_MS apart (more than
+SKU has one unit on sale, in a database with inventory.stock_notifications
+on (ALTER DATABASE ... SET: no session can turn it on for itself).  A seller
+takes it with reserve() and gives it back with cancel(), FLIPS times each,
+GAP_MS apart (more than
 inventory.stock_notify_interval, so that the rate limit delays nothing); a
 listener in the same process waits for each notification.  The latency of
 one is from the moment the seller's call returned (its commit is done by
@@ -29,8 +30,10 @@ def percentile(values, p):
 def main(conninfo, sku, flips, gap_ms):
     listener = psycopg.connect(conninfo, autocommit=True)
     listener.execute("LISTEN inventory_stock")
-    seller = psycopg.connect(conninfo, autocommit=True,
-                             options="-c inventory.stock_notifications=on")
+    seller = psycopg.connect(conninfo, autocommit=True)
+    if seller.execute("SHOW inventory.stock_notifications").fetchone()[0] != "on":
+        raise SystemExit("inventory.stock_notifications is off in this database:"
+                         " ALTER DATABASE ... SET inventory.stock_notifications = on")
     pg = listener.pgconn
     latencies, missed = [], 0
     run = str(time.time_ns())

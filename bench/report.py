@@ -120,7 +120,7 @@ NAMES = {
     "3d": "3d Redis: 3 with appendonly yes, appendfsync always (durable)",
     "4": "4 inventory: reserve, hot SKU, succeeds",
     "4b": "4b inventory: 4 with max_per_buyer {limit}, a new buyer per call",
-    "4n": "4n inventory: 4 with inventory.stock_notifications on",
+    "4n": "4n inventory: 4 in a database with inventory.stock_notifications on",
     "5": "5 inventory: reserve, hot SKU, sold out",
     "6": "6 inventory: reserve, {nskus} SKUs uniform",
     "7": "7 inventory: reserve + confirm/cancel/expire",
@@ -621,7 +621,7 @@ def report(run, pictures, stem):
         add("## 14: sold out as an event")
         add("")
         add(f"A SKU of one unit taken with reserve() and given back with cancel(), {fmt(c14.get('flips'))}"
-            f" times each, {fmt(c14.get('gap_ms'))} ms apart, by a session with"
+            f" times each, {fmt(c14.get('gap_ms'))} ms apart, in a database with"
             " inventory.stock_notifications on; a listener (LISTEN inventory_stock) waits for each"
             " crossing of zero. Latency: from the call's answer until the listener read the state it"
             " left (bench/notify_latency.py).")

@@ -67,8 +67,9 @@
 #       (inventory.reserve(...)).status, the cheapest call form)
 #   4b  4 on another hot SKU with max_per_buyer = 2, for a buyer drawn from
 #       9e18 (almost every call a buyer's first): the cost of the limit
-#   4n  4 on another hot SKU, with inventory.stock_notifications on for the
-#       callers: what LISTEN inventory_stock costs a sale
+#   4n  4 in a database of its own (bench_n), set up as bench is for case 4,
+#       with inventory.stock_notifications on (ALTER DATABASE): what LISTEN
+#       inventory_stock costs a sale
 #   5   inventory.reserve on one sold-out SKU, always refused
 #   6   inventory.reserve on a random SKU among 100,000
 #   7   reserve, then confirm (70%), cancel (20%) or let expire (10%)
@@ -81,8 +82,9 @@
 #       under a key of its own, on another hot SKU: reported as reservations
 #       per second (calls per second x BATCH), against case 3d
 #   14  LISTEN inventory_stock: a SKU of one unit taken and given back,
-#       alone, 40 times each (5 with --smoke); how long from a call's answer until a listener
-#       hears the state it left (bench/notify_latency.py, psycopg)
+#       alone, 40 times each (5 with --smoke), in case 4n's database; how long
+#       from a call's answer until a listener hears the state it left
+#       (bench/notify_latency.py, psycopg)
 #   11  case 4 through a router (inventory_router over PL/Proxy) to four
 #       partition databases on the same server: the router's cost per call
 #   11b 11 on a hot SKU split over 2 buckets (inventory.split)
@@ -290,10 +292,6 @@ CREATE TABLE ledger3c (LIKE ledger3 INCLUDING DEFAULTS INCLUDING INDEXES)
 
 -- cases 4-7: SKUs of the extension
 SELECT inventory.restock('HOT-1', 1000000000000, 'stock-hot');
--- case 14: one unit, taken and given back
-SELECT inventory.restock('NOTE-1', 1, 'stock-note');
--- case 4n: the same stock as HOT-1, sold with notifications on
-SELECT inventory.restock('HOT-N', 1000000000000, 'stock-hot-n');
 -- case 4b: the same stock as HOT-1, with a limit per buyer
 SELECT inventory.restock('HOT-LIM', 1000000000000, 'stock-hot-lim');
 SELECT inventory.set_rules('HOT-LIM', max_per_buyer => $LIMIT);
@@ -331,6 +329,25 @@ BEGIN
 END \$\$;
 SQL
 [ $? -eq 0 ] || inv_die "set-up of the bench database failed"
+
+# Cases 4n and 14: a database of their own with inventory.stock_notifications
+# on, as an application turns it on (a session cannot), set up as bench is
+# for case 4.
+NOTIFY_DB=bench_n
+psql_n() { inv_as_pg psql -X -q -At -v ON_ERROR_STOP=1 -d "$NOTIFY_DB" "$@"; }
+if want 4n || want 14; then
+	inv_log "creating the $NOTIFY_DB database, with inventory.stock_notifications on"
+	inv_as_pg createdb "$NOTIFY_DB"
+	psql_n >/dev/null <<SQL || inv_die "set-up of the $NOTIFY_DB database failed"
+CREATE EXTENSION inventory;
+ALTER DATABASE $NOTIFY_DB SET inventory.default_ttl = '1d';
+ALTER DATABASE $NOTIFY_DB SET inventory.stock_notifications = on;
+-- case 4n: the same stock as HOT-1
+SELECT inventory.restock('HOT-N', 1000000000000, 'stock-hot-n');
+-- case 14: one unit, taken and given back
+SELECT inventory.restock('NOTE-1', 1, 'stock-note');
+SQL
+fi
 
 # The cases of the throughput targets, run again in rounds (see "rounds")
 RCASES=()
@@ -583,16 +600,16 @@ SQL
 		         GROUP BY buyer_id HAVING sum(qty) > $LIMIT) o")"
 fi
 
-# the sessions of case 4n have inventory.stock_notifications on
-NOTIFY_DB="dbname=bench options='-c inventory.stock_notifications=on'"
+# case 4n: in the database with inventory.stock_notifications on
 if want 4n; then
-	before=$(ledger_rows "sku = 'HOT-N'")
+	ledger_rows_n() { psql_n -c "SELECT count(*) FROM inventory.ledger WHERE $1"; }
+	before=$(ledger_rows_n "sku = 'HOT-N'")
 	PGB_DB=$NOTIFY_DB run_case 4n reserve.sql -D sku=HOT-N -D prefix=o4n-
-	after=$(ledger_rows "sku = 'HOT-N'")
+	after=$(ledger_rows_n "sku = 'HOT-N'")
 	check "case 4n: one ledger row per reserve ($PROCESSED calls, $((after - before)) rows)" \
 		"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
-	check "case 4n: its sessions have inventory.stock_notifications on" \
-		"$([ "$(inv_as_pg psql -X -At -d "$NOTIFY_DB" -c 'SHOW inventory.stock_notifications')" = on ] && echo t)"
+	check "case 4n: its sessions have inventory.stock_notifications on, from their database" \
+		"$([ "$(psql_n -c 'SHOW inventory.stock_notifications')" = on ] && echo t)"
 fi
 
 if want 5; then
@@ -738,8 +755,8 @@ fi
 # ---------------------------------------------------------------- case 14: LISTEN
 if want 14; then
 	inv_log "case 14: LISTEN inventory_stock, $NOTIFY_FLIPS flips"
-	if read -r n14 p50 p99 max14 missed < <(inv_as_pg python3 "$INV_TOP/bench/notify_latency.py" \
-		"host=$PGHOST port=$PGPORT dbname=bench" NOTE-1 "$NOTIFY_FLIPS" 150 2>"$DIR/case14.err"); then
+	if read -r n14 p50 p99 max14 missed _ < <(inv_as_pg python3 "$INV_TOP/bench/notify_latency.py" \
+		"host=$PGHOST port=$PGPORT dbname=$NOTIFY_DB" NOTE-1 "$NOTIFY_FLIPS" 150 2>"$DIR/case14.err"); then
 		record case14 flips:="$NOTIFY_FLIPS" samples:="$n14" p50_ms:="$p50" p99_ms:="$p99" \
 			max_ms:="$max14" missed:="$missed" gap_ms:=150
 		check "case 14: every one of $((2 * NOTIFY_FLIPS)) crossings of zero was heard (missed: $missed)" \
@@ -970,6 +987,10 @@ want 8r && expiry_case 8r
 inv_log "comparing the cache with the tables (inventory.verify())"
 check "cache = tables after cases 4-8 and 10 (inventory.verify() is empty)" \
 	"$(sql "SELECT count(*) = 0 FROM inventory.verify()")"
+if want 4n || want 14; then
+	check "cache = tables in $NOTIFY_DB after cases 4n and 14 (inventory.verify() is empty)" \
+		"$(psql_n -c "SELECT count(*) = 0 FROM inventory.verify()")"
+fi
 
 # ---------------------------------------------------------------- case 9: cache load
 if want 9; then

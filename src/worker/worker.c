@@ -126,10 +126,10 @@ static NameData notify_datname;
  * it to LISTEN inventory_stock, each with its latest state, in a
  * transaction of its own; one that was sent less than
  * inventory.stock_notify_interval ago is due again then.  The notes are
- * done only once the notifications have committed.  The sessions that
- * committed decided, by their inventory.stock_notifications, whether to
- * note: what they noted is sent whatever the worker's own setting, so that
- * no note keeps its entry in the cache for ever.
+ * done only once the notifications have committed.  Commits note by
+ * their database's inventory.stock_notifications as it stood when their
+ * session connected: what they noted is sent whatever the worker's own
+ * setting, so that no note keeps its entry in the cache for ever.
  */
 static void
 WorkerSendNotes(TimestampTz now)

@@ -3,11 +3,14 @@
 # above it, is sent to the listeners by a worker, with its latest state; a
 # listener sees the final state of a hot SKU after a race, a SKU
 # flickering around zero is sent at most once per
-# inventory.stock_notify_interval, and a session without the setting notes
-# nothing, while what a session with it noted is always sent.  A send that
-# fails (the notification queue takes nothing more) is logged and counted
-# in inventory.worker_status, and tried again after a back-off until the
-# latest state is heard, while the worker goes on expiring and folding.
+# inventory.stock_notify_interval.  The database's setting is the only
+# one: SET, a function's SET clause and a client's options are refused,
+# ALTER ROLE ... SET is ignored with a WARNING at connection, ALTER
+# DATABASE and ALTER SYSTEM work; a database without it sends nothing.
+# A send that fails (the notification queue takes nothing more) is logged
+# and counted in inventory.worker_status, and tried again after a back-off
+# until the latest state is heard, while the worker goes on expiring and
+# folding.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -72,9 +75,9 @@ my $script = PostgreSQL::Test::Utils::tempdir() . '/buy.sql';
 PostgreSQL::Test::Utils::append_to_file($script, <<'EOS');
 SELECT (inventory.reserve('HOT', 1, 'buy-' || :client_id || '-' || random())).status;
 EOS
-my ($out, $err) = ('', '');
+my ($bench_out, $bench_err) = ('', '');
 IPC::Run::run([ 'pgbench', '-n', '-c', '8', '-t', '20', '-f', $script, $node->connstr('shop') ],
-	'>', \$out, '2>', \$err) or die "pgbench: $err";
+	'>', \$bench_out, '2>', \$bench_err) or die "pgbench: $bench_err";
 is($node->safe_psql('shop', "SELECT available FROM inventory.stock WHERE sku = 'HOT'"), '0',
 	'160 buyers sold the 40 units out');
 my $final = $node->safe_psql('shop', "SELECT version FROM inventory.stock WHERE sku = 'HOT'");
@@ -143,17 +146,110 @@ $node->safe_psql('quiet', q{NOTIFY marker, 'done'});
 ok(wait_until(30, sub { heard($quiet); $quiet->{out} =~ /notification "marker"/ }), 'the marker arrived');
 is(scalar(@{ heard($quiet) }), 0, 'and no inventory_stock notification: the setting is off by default');
 
-# the setting of the session that commits decides, not the worker's: a
-# role with it on, in the quiet database
+# The database's setting is the only one: each commit notes crossings by
+# its session's setting, so no session, role or client may have another
+# one than its database's.
+#
+# quiet_visit(TAG): a visit of the quiet database's worker (made due by an
+# expiry) passes, then a marker shows what came before it -- a visit sends
+# what was noted before it expires anything; returns the payloads heard.
+sub quiet_visit
+{
+	my ($tag) = @_;
+	$node->safe_psql('quiet', qq{
+SELECT inventory.restock('Q-$tag', 1, 'in-q-$tag');
+SELECT inventory.reserve('Q-$tag', 1, 'q-$tag', ttl => '100 ms')});
+	wait_until(30, sub {
+		$node->safe_psql('quiet', "SELECT state FROM inventory.ledger WHERE order_id = 'q-$tag'") eq 'EXPIRED';
+	}) or die "the worker did not expire q-$tag";
+	$node->safe_psql('quiet', qq{NOTIFY marker, '$tag'});
+	wait_until(30, sub { heard($quiet); $quiet->{out} =~ /notification "marker" with payload "$tag"/ })
+	  or die "marker $tag not heard";
+	return heard($quiet);
+}
+
+# SET, SET LOCAL, set_config() and a function's SET clause are refused
+my $refused = qr/ERROR:  22023: parameter "inventory.stock_notifications" can only be set for a database or for the server\n.*DETAIL:  A session, role or client with another setting than its database's would leave the listeners of inventory_stock with a stale state\.\n.*HINT:  Set it for the database: ALTER DATABASE quiet SET inventory.stock_notifications = on\./s;
+for my $set ('SET inventory.stock_notifications = on',
+	'BEGIN; SET LOCAL inventory.stock_notifications = on',
+	"SELECT set_config('inventory.stock_notifications', 'on', false)")
+{
+	my ($ret, $out, $err) = $node->psql('quiet', "\\set VERBOSITY verbose\n$set");
+	like($err, $refused, "refused: $set");
+}
+my $sell_noted = q{
+CREATE FUNCTION sell_noted() RETURNS text LANGUAGE sql
+	SET inventory.stock_notifications = on
+	AS $$ SELECT (inventory.restock('F', 1, 'in-f')).status $$};
+my ($ret, $out, $err) = $node->psql('quiet', "\\set VERBOSITY verbose\n$sell_noted");
+like($err, $refused, "a function's SET clause is refused by CREATE FUNCTION, which checks the body with it");
+$node->safe_psql('quiet', "SET check_function_bodies = off; $sell_noted");
+($ret, $out, $err) = $node->psql('quiet', "\\set VERBOSITY verbose\nSELECT sell_noted()");
+like($err, $refused, 'and, created without that check, when the function is called');
+my ($shop_ret, $shop_out, $shop_err) = $node->psql('shop', 'SET inventory.stock_notifications = off');
+like($shop_err, qr/HINT:  Set it for the database: ALTER DATABASE shop SET inventory.stock_notifications = off\./,
+	'nor can a session of shop turn it off; the hint names the database');
+
+# a client's options: the connection is refused
+$node->connect_fails($node->connstr('quiet') . " options='-c inventory.stock_notifications=on'",
+	'a client asking for the setting (PGOPTIONS) is refused',
+	expected_stderr => qr/FATAL:  parameter "inventory.stock_notifications" can only be set for a database or for the server/);
+
+# ALTER ROLE ... SET, with or without IN DATABASE, is accepted, as
+# PostgreSQL accepts any valid value there, and ignored with a WARNING
+# at each connection
 $node->safe_psql('postgres', q{
 CREATE ROLE notifier LOGIN SUPERUSER;
-ALTER ROLE notifier SET inventory.stock_notifications = on});
-$node->safe_psql('quiet', "SELECT inventory.restock('R', 3, 'in-r')", extra_params => [ '-U', 'notifier' ]);
+CREATE ROLE notifier_here LOGIN SUPERUSER;
+CREATE ROLE silent LOGIN SUPERUSER;
+ALTER ROLE notifier SET inventory.stock_notifications = on;
+ALTER ROLE notifier_here IN DATABASE quiet SET inventory.stock_notifications = on;
+ALTER ROLE silent SET inventory.stock_notifications = off});
+for my $role ('notifier', 'notifier_here')
+{
+	($ret, $out, $err) = $node->psql('quiet', q{
+SHOW inventory.stock_notifications;
+SELECT (inventory.restock('R', 3, 'in-r-' || current_user)).status},
+		extra_params => [ '-U', $role ]);
+	my $in = $role eq 'notifier_here' ? ' IN DATABASE quiet' : '';
+	like($err, qr/WARNING:  parameter "inventory.stock_notifications" can only be set for a database or for the server\n.*HINT:  Remove it from the role \(ALTER ROLE $role$in RESET inventory.stock_notifications\) and set it for the database: ALTER DATABASE quiet SET inventory.stock_notifications = on\./s,
+		"$role: the role's setting is ignored with a WARNING at connection");
+	is($out, "off\nok", "$role: the session has the database's setting, and restocks R");
+}
+ok(!grep({ /"sku": "R"/ } @{ quiet_visit('role') }), 'nothing was heard of R: the roles noted nothing');
+
+# a role with the setting off in shop: its sale of the last unit is heard
+$node->safe_psql('shop', "SELECT inventory.restock('SIL', 1, 'in-sil')");
+ok(wait_until(30, sub { @{ of_sku(heard($shop), 'SIL') } == 1 }), 'SIL on sale is heard');
+($ret, $out, $err) = $node->psql('shop', q{
+SHOW inventory.stock_notifications;
+SELECT (inventory.reserve('SIL', 1, 'sil-1')).status},
+	extra_params => [ '-U', 'silent' ]);
+like($err, qr/WARNING:  parameter "inventory.stock_notifications"/, 'a role with the setting off is warned at connection');
+is($out, "on\nok", 'and has the database setting, on; it takes the last unit of SIL');
 ok( wait_until(30, sub {
-			my $g = of_sku(heard($quiet), 'R');
-			@$g == 1 && $g->[0][0] == 3;
+			my $g = of_sku(heard($shop), 'SIL');
+			@$g == 2 && $g->[-1][0] == 0;
 	}),
-	'a role with the setting on is heard in a database without it: the worker sends what was noted');
+	'SIL sold out is heard: no role leaves the listeners with a stale state');
+
+# the server's setting (ALTER SYSTEM) applies to a database without its own
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET inventory.stock_notifications = on;
+SELECT pg_reload_conf()});
+ok( wait_until(30, sub { $node->safe_psql('quiet', 'SHOW inventory.stock_notifications') eq 'on' }),
+	'ALTER SYSTEM turns it on for the quiet database');
+$node->safe_psql('quiet', "SELECT inventory.restock('SYS', 2, 'in-sys')");
+ok( wait_until(30, sub {
+			my $g = of_sku(heard($quiet), 'SYS');
+			@$g == 1 && $g->[0][0] == 2;
+	}),
+	'and a restock there is heard');
+$node->safe_psql('postgres', q{
+ALTER SYSTEM RESET inventory.stock_notifications;
+SELECT pg_reload_conf()});
+ok( wait_until(30, sub { $node->safe_psql('quiet', 'SHOW inventory.stock_notifications') eq 'off' }),
+	'ALTER SYSTEM RESET turns it off again');
 
 for my $s ($shop, $quiet)
 {
