@@ -134,9 +134,17 @@ static NameData notify_datname;
 static void
 WorkerSendNotes(TimestampTz now)
 {
+	static MemoryContext notes_cxt = NULL;
+	MemoryContext oldcxt;
 	InvStockNote *notes;
 	TimestampTz next;
 	int			n;
+
+	/* the notes outlive the transaction: they are done after its commit */
+	if (notes_cxt == NULL)
+		notes_cxt = AllocSetContextCreate(TopMemoryContext, "inventory notes",
+										  ALLOCSET_DEFAULT_SIZES);
+	MemoryContextReset(notes_cxt);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -153,7 +161,9 @@ WorkerSendNotes(TimestampTz now)
 		if (name != NULL)
 			namestrcpy(&notify_datname, name);
 	}
+	oldcxt = MemoryContextSwitchTo(notes_cxt);
 	n = CacheTakeNotes(&notes, now, &next);
+	MemoryContextSwitchTo(oldcxt);
 	if (n > 0)
 		pgstat_report_activity(STATE_RUNNING, "inventory: notifying inventory_stock");
 	for (int i = 0; i < n; i++)

@@ -131,6 +131,17 @@ cmp_ok($sent, '<=', 2000 / 100 + 2,
 	"hundreds of crossings in 2 s made $sent notifications: at most one per 100 ms, and the last");
 cmp_ok($sent, '>=', 2, 'and more than one');
 
+# many SKUs at once: 3,000 new SKUs on sale in one transaction are sent
+# together, and each is heard
+$node->safe_psql('shop', q{
+SELECT count(inventory.restock('MANY-' || g, g, 'in-many-' || g)) FROM generate_series(1, 3000) g});
+ok( wait_until(60, sub {
+			my %many = map { /"sku": "MANY-(\d+)", "available": (\d+),/ ? ($1 => $2) : () } @{ heard($shop) };
+			keys %many == 3000 && !grep { $many{$_} != $_ } keys %many;
+	}),
+	'3,000 SKUs on sale in one transaction are each heard, with their units');
+ok(!$node->log_contains(qr/terminated by signal/), 'and no process of the server crashed');
+
 # a database without the setting sends nothing: a visit of its worker
 # (made due by an expiry) passes, then a marker shows nothing came before
 # (the visit sends what is noted before it expires anything)
