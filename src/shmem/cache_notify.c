@@ -7,10 +7,11 @@
  * must not notify.  Instead its commit notes in the SKU's cache entry that
  * the committed available (on_hand - reserved) reached zero or came back
  * above it (EscrowEndTxn, when inventory.stock_notifications is on for the
- * database), and makes its database's work due at once (pool.c).  A worker
- * in that database then takes the notes -- each SKU's latest committed
+ * database), and makes its database's notes, and work, due at once
+ * (pool.c).  A worker in that database -- between any two of its
+ * transactions -- then takes the notes, each SKU's latest committed
  * available and version, read when it sends, so a listener always gets
- * the latest state -- and sends them in a transaction of its own.  A SKU
+ * the latest state, and sends them in a transaction of its own.  A SKU
  * is sent at most once per inventory.stock_notify_interval: a crossing
  * sooner after the last one waits for the interval to pass, and crossings
  * meanwhile make one notification.  An entry with a note to send is not
@@ -137,11 +138,13 @@ CacheTakeNotes(InvStockNote **notes, TimestampTz now, TimestampTz *next)
 		InvStockNote note;
 		TimestampTz notified_at;
 		bool		pending;
+		bool		loading;
 
 		if (entry->key.dbid != MyDatabaseId || entry->key.relid != relid)
 			continue;
 		SpinLockAcquire(&entry->mutex);
-		pending = EntryNotifyDue(entry) && !entry->loading;
+		pending = EntryNotifyDue(entry);
+		loading = entry->loading;
 		notified_at = entry->notified_at;
 		note.available = entry->on_hand - entry->reserved;
 		note.version = entry->version;
@@ -149,6 +152,12 @@ CacheTakeNotes(InvStockNote **notes, TimestampTz now, TimestampTz *next)
 		SpinLockRelease(&entry->mutex);
 		if (!pending)
 			continue;
+		if (loading)
+		{
+			/* its state is not known yet: look again in an interval */
+			*next = Min(*next, TimestampTzPlusMilliseconds(now, inv_stock_notify_interval));
+			continue;
+		}
 		if (notified_at != 0)
 		{
 			TimestampTz due = TimestampTzPlusMilliseconds(notified_at,

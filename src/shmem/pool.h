@@ -30,6 +30,7 @@ extern void PoolShmemInit(void);
 
 /* in every backend */
 extern void PoolNoteDue(TimestampTz when);
+extern void PoolNoteNotify(TimestampTz when);
 extern void PoolNoteFoldDue(TimestampTz now);
 extern void PoolCheckRoom(void);
 extern void PoolProbeAtCommit(void);
@@ -73,9 +74,9 @@ extern bool PoolWorkerStay(TimestampTz now, TimestampTz *until);
 extern bool PoolVerifyDue(TimestampTz now, int interval_ms);
 extern void PoolVerifyReport(const PoolVerify *v);
 extern void PoolReconcileReport(const ReconcileCounts *c);
-extern bool PoolNotifyMayTry(TimestampTz now);
+extern bool PoolNotifyTake(TimestampTz now, bool all);
 extern int	PoolNotifyFailed(TimestampTz now);
-extern void PoolNotifySent(void);
+extern void PoolNotifySent(TimestampTz next);
 extern void PoolVisitEnd(void);
 extern void PoolReportAbsent(void);
 

@@ -13,12 +13,13 @@
  * write.  The worker stays while more work falls due within
  * inventory.expire_interval and no other database waits for a slot, and
  * leaves otherwise; it reloads its settings on SIGHUP and leaves on SIGTERM.
- * Each round first sends LISTEN inventory_stock the SKUs that sold out or
- * came back on sale, as noted by commits with inventory.stock_notifications
- * on (shmem/cache_notify.c), in a transaction of its own, so that the
- * commits that made them do not take NOTIFY's cluster-wide lock; a send
- * that fails is logged and tried again after a back-off, and the round
- * goes on.
+ * Before each round and between any two of its transactions, it sends
+ * LISTEN inventory_stock the SKUs that sold out or came back on sale, as
+ * noted by commits with inventory.stock_notifications on
+ * (shmem/cache_notify.c), in a transaction of its own, so that the
+ * commits that made them do not take NOTIFY's cluster-wide lock and no
+ * note waits for a whole round; a send that fails is logged and tried
+ * again after a back-off, and the round goes on.
  * At most once per inventory.verify_interval a visit also compares the
  * cache with the tables, as inventory.verify() does, and records what it
  * found for inventory.verify_status; a database with no work due gets no
@@ -177,17 +178,20 @@ WorkerSendNotes(TimestampTz now)
 						 notes[i].available, notes[i].version);
 		Async_Notify(INV_STOCK_CHANNEL, payload.data);
 	}
-	if (next != POOL_NOTHING_DUE)
-		PoolNoteDue(next);
 	CommitTransactionCommand();
 	CacheNotesSent(notes, n, now);
-	PoolNotifySent();
+	PoolNotifySent(next);
 	if (n > 0)
 		pgstat_report_activity(STATE_IDLE, NULL);
 }
 
 /*
- * Sends the notes due, unless a send failed less than its back-off ago.
+ * Sends the notes due, if any, unless a send failed less than its back-off
+ * ago; with all, whatever the notes' due time says (once a visit).  It
+ * runs between any two of the worker's transactions, so that no note
+ * waits for more than one of them -- not for a round that clears a
+ * backlog, asks a reconciler or verifies the cache -- and costs one read
+ * of shared memory when nothing is due (pool.c).
  * A send that fails -- the NOTIFY queue is full because a listener sits in
  * an open transaction, say -- does not stop the worker: as autovacuum does
  * when a table fails, the error is reported and the transaction aborted,
@@ -195,12 +199,12 @@ WorkerSendNotes(TimestampTz now)
  * round goes on.  The failure is counted in inventory.worker_status.
  */
 static void
-WorkerNotify(void)
+WorkerNotify(bool all)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz now = GetCurrentTimestamp();
 
-	if (!PoolNotifyMayTry(now))
+	if (!PoolNotifyTake(now, all))
 		return;
 	PG_TRY();
 	{
@@ -275,6 +279,7 @@ WorkerAsk(const ReconcileOrder *orders, int n, bool *backlog)
 			handled = ReconcileOrders(&r, orders + done, chunk, deadline, &counts, &settled);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+		WorkerNotify(false);
 		done += handled;
 		if (handled < chunk)
 			break;
@@ -352,6 +357,7 @@ WorkerRound(void)
 	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	WorkerNotify(false);
 	if (reconciling)
 		expired = WorkerAsk(orders, norders, &backlog);
 
@@ -377,6 +383,7 @@ WorkerRound(void)
 		next = ExpiryNextDue();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	WorkerNotify(false);
 
 	now = GetCurrentTimestamp();
 	if (next == 0)
@@ -422,6 +429,7 @@ WorkerVerify(void)
 				 errhint("Run SELECT * FROM inventory.verify() in that database to see them.")));
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	WorkerNotify(false);
 	v.verified_at = GetCurrentTimestamp();
 	PoolVerifyReport(&v);
 	pgstat_report_activity(STATE_IDLE, NULL);
@@ -431,6 +439,7 @@ void
 inventory_worker_main(Datum main_arg)
 {
 	Oid			dboid;
+	bool		first = true;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -457,7 +466,9 @@ inventory_worker_main(Datum main_arg)
 			break;
 
 		PoolVisitBegin();
-		WorkerNotify();
+		/* once a visit, every note: none is lost with a worker that failed */
+		WorkerNotify(first);
+		first = false;
 		WorkerRound();
 		WorkerVerify();
 

@@ -22,7 +22,12 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use InventoryTest qw(inventory_node wait_until psql_session);
 
-my $node = inventory_node('notify', "inventory.stock_notify_interval = 100ms\n");
+# a round of the expiry may ask a reconciler about 5,000 orders for a minute
+my $node = inventory_node('notify', q{
+inventory.stock_notify_interval = 100ms
+inventory.expire_batch = 5000
+inventory.reconcile_budget = '60s'
+});
 $node->safe_psql('postgres', q{
 CREATE DATABASE shop;
 ALTER DATABASE shop SET inventory.stock_notifications = on;
@@ -130,6 +135,38 @@ my $sent = @{ of_sku(heard($shop), 'FLICK') } - $before;
 cmp_ok($sent, '<=', 2000 / 100 + 2,
 	"hundreds of crossings in 2 s made $sent notifications: at most one per 100 ms, and the last");
 cmp_ok($sent, '>=', 2, 'and more than one');
+
+# Notes are sent between the worker's transactions, not once a round: a
+# SKU sells out while a round that lasts seconds -- a reconciler asked
+# about each of 2,000 overdue orders, 63 a transaction -- clears a backlog,
+# and is heard before the backlog is cleared.
+$node->safe_psql('shop', q{
+CREATE FUNCTION slow_reconciler(order_id text, batch_id integer) RETURNS text
+	LANGUAGE sql SET search_path = pg_catalog AS $$ SELECT 'expire' FROM pg_sleep(0.002) $$;
+SELECT inventory.set_reconciler('slow_reconciler(text, integer)');
+SELECT inventory.restock('LAST', 1, 'in-last');
+SELECT inventory.restock('BACKLOG', 2000, 'in-backlog')});
+ok(wait_until(30, sub { @{ of_sku(heard($shop), 'LAST') } == 1 }), 'LAST on sale is heard');
+$node->safe_psql('shop', q{
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
+SELECT 'back-' || g, 1, 'reserve', 'BACKLOG', 1, now() - interval '1 minute'
+  FROM generate_series(1, 2000) g});
+my $backlog_left = sub {
+	$node->safe_psql('shop', "SELECT count(*) FROM inventory.ledger WHERE sku = 'BACKLOG' AND state = 'PENDING'");
+};
+ok(wait_until(30, sub { $backlog_left->() < 2000 }), 'the worker has begun to clear the backlog');
+$node->safe_psql('shop', "SELECT inventory.reserve('LAST', 1, 'last-1')");
+ok( wait_until(30, sub {
+			my $g = of_sku(heard($shop), 'LAST');
+			@$g == 2 && $g->[-1][0] == 0;
+	}),
+	'LAST sold out is heard');
+my $left = $backlog_left->();
+cmp_ok($left, '>', 0, "before the round has cleared the backlog ($left overdue orders left)");
+ok(wait_until(60, sub { $backlog_left->() == 0 }), 'then the backlog is cleared');
+is($node->safe_psql('shop', "SELECT expired FROM inventory.reconcile_stats WHERE datname = 'shop'"),
+	'2000', 'by the reconciler\'s answers');
+$node->safe_psql('shop', 'SELECT inventory.set_reconciler(NULL)');
 
 # many SKUs at once: 3,000 new SKUs on sale in one transaction are sent
 # together, and each is heard
