@@ -1,16 +1,27 @@
 # LISTEN inventory_stock: with inventory.stock_notifications on for a
 # database, a SKU whose committed available reaches zero, or comes back
-# above it, is sent to the listeners by a worker, with its latest state; a
-# listener sees the final state of a hot SKU after a race, a SKU
-# flickering around zero is sent at most once per
-# inventory.stock_notify_interval.  The database's setting is the only
-# one: SET, a function's SET clause and a client's options are refused,
-# ALTER ROLE ... SET is ignored with a WARNING at connection, ALTER
-# DATABASE and ALTER SYSTEM work; a database without it sends nothing.
-# A send that fails (the notification queue takes nothing more) is logged
-# and counted in inventory.worker_status, and tried again after a back-off
-# until the latest state is heard, while the worker goes on expiring and
-# folding.
+# above it, is sent to the listeners by a worker, with its latest state.
+#
+#   * a listener sees the final state of a hot SKU after a race;
+#   * a SKU flickering around zero while pgbench makes 20 other SKUs
+#     flicker is sent at most once per inventory.stock_notify_interval, and
+#     so is each of the others, each last state heard;
+#   * an expiry by the worker and a sale by the express writer are heard;
+#     the notification comes from the worker of the database, not from the
+#     session that committed; units held by a transaction in flight do not
+#     count in the available it carries;
+#   * notes are sent between the worker's transactions, not once a round:
+#     a SKU sold out during a round that asks a reconciler about a backlog
+#     is heard before the backlog is cleared;
+#   * 3,000 SKUs on sale in one transaction are each heard;
+#   * the database's setting is the only one: SET, a function's SET clause
+#     and a client's options are refused, ALTER ROLE ... SET is ignored with
+#     a WARNING at connection, ALTER DATABASE and ALTER SYSTEM work; a
+#     database without it sends nothing;
+#   * a send that fails (the notification queue takes nothing more) is
+#     logged and counted in inventory.worker_status, and tried again after
+#     a back-off until the latest state is heard, while the worker goes on
+#     expiring and folding.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -20,7 +31,7 @@ use IPC::Run;
 use Time::HiRes qw(time);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(inventory_node wait_until psql_session);
+use InventoryTest qw(inventory_node wait_until psql_session wait_said);
 
 # a round of the expiry may ask a reconciler about 5,000 orders for a minute
 my $node = inventory_node('notify', q{
@@ -106,11 +117,31 @@ ok( wait_until(30, sub {
 	'a cancel puts HOT back on sale: the listener hears it, with what is available now');
 note(sprintf('heard within %.0f ms of the commit, polling included', 1000 * (time - $sale_at)));
 
-# a SKU flickering around zero: one unit, taken and given back
-$node->safe_psql('shop', "SELECT inventory.restock('FLICK', 1, 'in-flick')");
-ok(wait_until(30, sub { @{ of_sku(heard($shop), 'FLICK') } == 1 }), 'a new SKU on sale is heard');
-my $before = @{ of_sku(heard($shop), 'FLICK') };
-my $last_version = $node->safe_psql('shop', q{
+# A SKU flickering around zero -- one unit, taken and given back -- while
+# pgbench takes and gives back the one unit of 20 other SKUs at random:
+# each SKU is sent at most once per inventory.stock_notify_interval over
+# the time it flickers, plus its last state, which is heard.
+my @load = map { "LOAD-$_" } 1 .. 20;
+$node->safe_psql('shop', join('', map { "SELECT inventory.restock('$_', 1, 'in-$_');\n" } 'FLICK', @load));
+ok( wait_until(30, sub {
+			my $p = heard($shop);
+			!grep { @{ of_sku($p, $_) } != 1 } 'FLICK', @load;
+	}),
+	'21 new SKUs on sale are heard, once each');
+my %before = map { $_ => scalar(@{ of_sku(heard($shop), $_) }) } 'FLICK', @load;
+my $load_script = PostgreSQL::Test::Utils::tempdir() . '/flicker.sql';
+PostgreSQL::Test::Utils::append_to_file($load_script, <<'EOS');
+\set s random(1, 20)
+\set n random(1, 1000000000)
+SELECT (inventory.reserve('LOAD-' || :s, 1, 'ld-' || :client_id || '-' || :n)).status;
+SELECT (inventory.cancel('ld-' || :client_id || '-' || :n)).status;
+EOS
+my $t0 = time;
+my ($load_out, $load_err) = ('', '');
+my $load = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', '4', '-T', '2', '-f', $load_script, $node->connstr('shop') ],
+	'>', \$load_out, '2>', \$load_err);
+$node->safe_psql('shop', q{
 DO $$
 DECLARE
 	t0 timestamptz := clock_timestamp();
@@ -124,17 +155,124 @@ BEGIN
 		COMMIT;
 	END LOOP;
 	RAISE NOTICE 'crossings %', 2 * i;
-END $$;
-SELECT version FROM inventory.stock WHERE sku = 'FLICK'});
+END $$});
+$load->finish or die "pgbench: $load_err";
+my $flicker_s = time - $t0;
+my %final = map { split /\|/ } split /\n/, $node->safe_psql('shop', q{
+SELECT sku, available || ' ' || version FROM inventory.stock WHERE sku = 'FLICK' OR sku LIKE 'LOAD-%'});
 ok( wait_until(30, sub {
-			my $g = of_sku(heard($shop), 'FLICK');
-			$g->[-1][0] == 1 && $g->[-1][1] == $last_version;
+			my $p = heard($shop);
+			!grep { my $g = of_sku($p, $_); "$g->[-1][0] $g->[-1][1]" ne $final{$_} } 'FLICK', @load;
 	}),
-	'after the flicker the listener has its final state: on sale');
-my $sent = @{ of_sku(heard($shop), 'FLICK') } - $before;
-cmp_ok($sent, '<=', 2000 / 100 + 2,
-	"hundreds of crossings in 2 s made $sent notifications: at most one per 100 ms, and the last");
-cmp_ok($sent, '>=', 2, 'and more than one');
+	'after the flicker the listener has the final state of each SKU');
+my $most = int($flicker_s / 0.1) + 2;
+my %sent = map { $_ => @{ of_sku(heard($shop), $_) } - $before{$_} } 'FLICK', @load;
+my @over = grep { $sent{$_} > $most } 'FLICK', @load;
+ok(!@over, sprintf('in %.1f s of flicker, no SKU was sent more than once per 100 ms and its last state (%d): %s',
+		$flicker_s, $most, join(', ', map { "$_ $sent{$_}" } 'FLICK', @load)));
+cmp_ok($sent{FLICK}, '>=', 2, "FLICK's hundreds of crossings made more than one notification");
+
+# A reservation that expires brings its SKU back on sale: the worker's
+# expiry is a commit like any other, and notes by the database's setting.
+$node->safe_psql('shop', "SELECT inventory.restock('EXPB', 1, 'in-expb')");
+ok(wait_until(30, sub { @{ of_sku(heard($shop), 'EXPB') } == 1 }), 'EXPB on sale is heard');
+$node->safe_psql('shop', "SELECT inventory.reserve('EXPB', 1, 'expb-1', ttl => '1 s')");
+ok( wait_until(30, sub {
+			my $g = of_sku(heard($shop), 'EXPB');
+			@$g >= 2 && $g->[1][0] == 0;
+	}),
+	'EXPB sold out by a reservation is heard');
+ok( wait_until(30, sub {
+			my $g = of_sku(heard($shop), 'EXPB');
+			@$g == 3 && $g->[2][0] == 1;
+	}),
+	'and back on sale when the worker expires the reservation');
+is($node->safe_psql('shop', "SELECT state FROM inventory.ledger WHERE order_id = 'expb-1'"), 'EXPIRED',
+	'the reservation is EXPIRED');
+
+# A sale by the express writer (reserve_now) is heard too: the writer, a
+# session of the database, has its setting.
+$node->safe_psql('shop', "SELECT inventory.restock('NOW', 1, 'in-now')");
+ok(wait_until(30, sub { @{ of_sku(heard($shop), 'NOW') } == 1 }), 'NOW on sale is heard');
+is($node->safe_psql('shop', "SELECT inventory.reserve_now('NOW', 1, 'now-1')"), 'ok',
+	'reserve_now() takes its last unit');
+ok( wait_until(30, sub {
+			my $g = of_sku(heard($shop), 'NOW');
+			@$g == 2 && $g->[-1][0] == 0;
+	}),
+	'NOW sold out by the express writer is heard');
+
+# The notification comes from the worker, not from the session that
+# committed.  A buyer holding the row of an overdue reservation keeps the
+# worker in the database, trying again every inventory.expire_interval,
+# so that pg_stat_activity still shows it when the listener has heard.
+$node->safe_psql('shop', q{
+SELECT inventory.restock('PIN', 1, 'in-pin');
+SELECT inventory.reserve('PIN', 1, 'pin-1', ttl => '100 ms')});
+my $holder = psql_session($node, 180, 1, 'shop');
+$holder->{in} .= "BEGIN;\nSELECT 'locked ' || order_id FROM inventory.ledger WHERE order_id = 'pin-1' FOR UPDATE;\n";
+wait_said($holder, qr/locked pin-1\n/);
+my $worker_sql = q{
+SELECT pid FROM inventory.worker_status WHERE datname = 'shop' AND state = 'running' AND lag > '0'};
+ok(wait_until(30, sub { $node->safe_psql('shop', $worker_sql) ne '' }),
+	'the worker stays in shop, trying to expire the held reservation');
+my $seller_pid = $node->safe_psql('shop', q{
+SELECT inventory.restock('WHO', 1, 'in-who');
+SELECT pg_backend_pid()});
+ok(wait_until(30, sub { @{ of_sku(heard($shop), 'WHO') } == 1 }), 'WHO on sale is heard');
+my ($who_pid) = $shop->{out} =~ /payload "\{"sku": "WHO"[^\n]*" received from server process with PID (\d+)/;
+isnt($who_pid, $seller_pid, 'from a process other than the session that restocked');
+is( $node->safe_psql('shop', qq{
+SELECT backend_type || ' ' || application_name || ' ' || datname FROM pg_stat_activity WHERE pid = $who_pid}),
+	'inventory worker inventory worker shop',
+	'from the inventory worker of its database');
+is($node->safe_psql('shop', $worker_sql), $who_pid, 'the one worker_status shows in shop');
+$holder->{in} .= "ROLLBACK;\n\\q\n";
+$holder->{run}->finish;
+ok( wait_until(30, sub {
+			$node->safe_psql('shop', "SELECT state FROM inventory.ledger WHERE order_id = 'pin-1'") eq 'EXPIRED';
+	}),
+	'released, the reservation expires');
+
+# Holds in flight do not count in the payload's available: with the
+# workers off, a cancel puts HOLD back on sale and a buyer's open
+# transaction holds one of its units; the worker, back, sends the
+# committed available, 2, while inventory.available() says 1.
+$node->safe_psql('shop', "SELECT inventory.restock('HOLD', 2, 'in-hold')");
+ok(wait_until(30, sub { @{ of_sku(heard($shop), 'HOLD') } == 1 }), 'HOLD on sale is heard');
+$node->safe_psql('shop', "SELECT inventory.reserve('HOLD', 2, 'hold-all')");
+ok( wait_until(30, sub {
+			my $g = of_sku(heard($shop), 'HOLD');
+			@$g == 2 && $g->[-1][0] == 0;
+	}),
+	'HOLD sold out is heard');
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET inventory.worker_enabled = off;
+SELECT pg_reload_conf()});
+ok( wait_until(30, sub {
+			$node->safe_psql('shop', "SELECT state FROM inventory.worker_status WHERE datname = 'shop'") eq 'disabled';
+	}),
+	'the workers are off, none in shop');
+$node->safe_psql('shop', "SELECT inventory.cancel('hold-all')");
+my $buyer = psql_session($node, 180, 1, 'shop');
+$buyer->{in} .= "BEGIN;\nSELECT 'held ' || (inventory.reserve('HOLD', 1, 'hold-1')).status;\n";
+wait_said($buyer, qr/held ok\n/);
+is($node->safe_psql('shop', "SELECT inventory.available('HOLD')"), '1',
+	'a buyer in flight holds one of the two units HOLD has back');
+my $hold_version = $node->safe_psql('shop', "SELECT version FROM inventory.stock WHERE sku = 'HOLD'");
+$node->safe_psql('postgres', q{
+ALTER SYSTEM RESET inventory.worker_enabled;
+SELECT pg_reload_conf()});
+ok( wait_until(30, sub {
+			my $g = of_sku(heard($shop), 'HOLD');
+			@$g == 3 && $g->[-1][0] == 2 && $g->[-1][1] == $hold_version;
+	}),
+	'the worker sends HOLD back on sale with its committed available, 2: the hold in flight does not count');
+is( $node->safe_psql('shop', q{
+SELECT state FROM pg_stat_activity WHERE query LIKE '%hold-1%' AND pid <> pg_backend_pid()}),
+	'idle in transaction', 'while the buyer\'s transaction is still open');
+$buyer->{in} .= "ROLLBACK;\n\\q\n";
+$buyer->{run}->finish;
 
 # Notes are sent between the worker's transactions, not once a round: a
 # SKU sells out while a round that lasts seconds -- a reconciler asked
