@@ -305,3 +305,45 @@ REVOKE ALL ON inventory.reconcile_stats FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION inventory.reconcile_stats() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.reconcile_stats() TO inventory_admin, inventory_monitor;
 GRANT SELECT ON inventory.reconcile_stats TO inventory_admin, inventory_monitor;
+
+------------------------------------------------------------------------------
+-- LISTEN inventory_stock: a send that fails is counted
+------------------------------------------------------------------------------
+
+DROP VIEW inventory.worker_status;
+DROP FUNCTION inventory.worker_status();
+
+CREATE FUNCTION inventory.worker_status(
+	OUT datid oid, OUT datname text, OUT state text, OUT pid integer,
+	OUT started_at timestamptz, OUT next_due timestamptz, OUT lag interval,
+	OUT last_visit timestamptz, OUT visits bigint, OUT expired bigint,
+	OUT folded bigint, OUT notify_failures bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'inventory_worker_status_0_3' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.worker_status() IS
+	'every database the background workers serve: when its work is due, how late it is, what was done';
+
+CREATE VIEW inventory.worker_status AS SELECT * FROM inventory.worker_status();
+COMMENT ON VIEW inventory.worker_status IS
+	'every database the background workers serve: when its work is due, how late it is, what was done';
+COMMENT ON COLUMN inventory.worker_status.datid IS 'the database';
+COMMENT ON COLUMN inventory.worker_status.datname IS 'its name';
+COMMENT ON COLUMN inventory.worker_status.state IS
+	'idle (nothing due), waiting (due, no worker yet), running (a worker is in it), paused (a statement needs it alone) or disabled (inventory.worker_enabled is off)';
+COMMENT ON COLUMN inventory.worker_status.pid IS 'the worker in it, if any';
+COMMENT ON COLUMN inventory.worker_status.started_at IS 'when the worker in it started';
+COMMENT ON COLUMN inventory.worker_status.next_due IS
+	'when work is next due: the first PENDING reservation''s expires_at, or settled movements to fold; NULL when nothing is due or a worker is in it';
+COMMENT ON COLUMN inventory.worker_status.lag IS
+	'how long its oldest work due has waited: for a worker, or after a round that could not expire it (a buyer held the row)';
+COMMENT ON COLUMN inventory.worker_status.last_visit IS 'when the last visit of a worker ended';
+COMMENT ON COLUMN inventory.worker_status.visits IS 'visits of a worker since the server started';
+COMMENT ON COLUMN inventory.worker_status.expired IS 'reservations expired by the workers since the server started';
+COMMENT ON COLUMN inventory.worker_status.folded IS 'movements folded by the workers since the server started';
+COMMENT ON COLUMN inventory.worker_status.notify_failures IS
+	'sends of LISTEN inventory_stock notifications that failed since the server started (a full NOTIFY queue, say): each is a WARNING in the server log, and the notifications are sent again later';
+
+REVOKE ALL ON inventory.worker_status FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION inventory.worker_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.worker_status() TO inventory_admin, inventory_monitor;
+GRANT SELECT ON inventory.worker_status TO inventory_admin, inventory_monitor;

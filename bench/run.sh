@@ -67,8 +67,9 @@
 #       (inventory.reserve(...)).status, the cheapest call form)
 #   4b  4 on another hot SKU with max_per_buyer = 2, for a buyer drawn from
 #       9e18 (almost every call a buyer's first): the cost of the limit
-#   4n  4 on another hot SKU, with inventory.stock_notifications on for the
-#       callers: what LISTEN inventory_stock costs a sale
+#   4n  4 in a database of its own (bench_n), set up as bench is for case 4,
+#       with inventory.stock_notifications on (ALTER DATABASE): what LISTEN
+#       inventory_stock costs a sale
 #   5   inventory.reserve on one sold-out SKU, always refused
 #   6   inventory.reserve on a random SKU among 100,000
 #   7   reserve, then confirm (70%), cancel (20%) or let expire (10%)
@@ -81,8 +82,14 @@
 #       under a key of its own, on another hot SKU: reported as reservations
 #       per second (calls per second x BATCH), against case 3d
 #   14  LISTEN inventory_stock: a SKU of one unit taken and given back,
-#       alone, 40 times each (5 with --smoke); how long from a call's answer until a listener
-#       hears the state it left (bench/notify_latency.py, psycopg)
+#       alone, 40 times each (5 with --smoke), in case 4n's database; how long
+#       from a call's answer until a listener hears the state it left
+#       (bench/notify_latency.py, psycopg)
+#   14b 14 while the worker clears an expiry backlog, in a database of its
+#       own with notifications on: 1,000,000 overdue reservations (200,000
+#       with --smoke) inserted with the worker off, as in case 8, cleared at
+#       the default inventory.expire_batch; the flips run while the backlog
+#       lasts, and a note waits for at most one of the worker's transactions
 #   11  case 4 through a router (inventory_router over PL/Proxy) to four
 #       partition databases on the same server: the router's cost per call
 #   11b 11 on a hot SKU split over 2 buckets (inventory.split)
@@ -100,7 +107,7 @@ SMOKE=0
 DURATION=
 CLIENTS=
 ROUNDS=
-ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 5 6 7 8 8r 9 10 13 13s 13u 14 11 11b 11c 12 12c"
+ALL_CASES="1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 5 6 7 8 8r 9 10 13 13s 13u 14 14b 11 11b 11c 12 12c"
 CASES=$ALL_CASES
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -118,10 +125,12 @@ done
 if [ "$SMOKE" -eq 1 ]; then
 	: "${DURATION:=1}" "${CLIENTS:=1 8}" "${ROUNDS:=1}"
 	WARMUP=0 NSKUS=1000 BACKLOG=2000 SETTLED=10000 FSYNC_SECS=1 LOAD_ROUNDS=1 NOTIFY_FLIPS=5
+	NOTIFY_BACKLOG=200000
 	OUT=$INV_TOP/bench/results/smoke.md
 else
 	: "${DURATION:=15}" "${CLIENTS:=1 8 32 64}" "${ROUNDS:=3}"
 	WARMUP=3 NSKUS=100000 BACKLOG=100000 SETTLED=1000000 FSYNC_SECS=2 LOAD_ROUNDS=3 NOTIFY_FLIPS=40
+	NOTIFY_BACKLOG=1000000
 	OUT=$INV_TOP/bench/results/latest.md
 fi
 DATA=${OUT%.md}.json
@@ -162,8 +171,9 @@ inv_setup python3
 # Redis is only a reference: if it cannot be installed, its case is skipped.
 REDIS_OK=1
 { want 3 || want 3d; } && { (inv_packages redis-server redis-tools) || REDIS_OK=0; }
-# case 14's listener
-want 14 && { (inv_packages python3-psycopg) || inv_die "python3-psycopg could not be installed (case 14)"; }
+# the listener of cases 14 and 14b
+{ want 14 || want 14b; } &&
+	{ (inv_packages python3-psycopg) || inv_die "python3-psycopg could not be installed (cases 14, 14b)"; }
 # The pictures too: without matplotlib the report has none.
 (inv_packages python3-matplotlib) || inv_log "python3-matplotlib could not be installed: no pictures"
 
@@ -290,10 +300,6 @@ CREATE TABLE ledger3c (LIKE ledger3 INCLUDING DEFAULTS INCLUDING INDEXES)
 
 -- cases 4-7: SKUs of the extension
 SELECT inventory.restock('HOT-1', 1000000000000, 'stock-hot');
--- case 14: one unit, taken and given back
-SELECT inventory.restock('NOTE-1', 1, 'stock-note');
--- case 4n: the same stock as HOT-1, sold with notifications on
-SELECT inventory.restock('HOT-N', 1000000000000, 'stock-hot-n');
 -- case 4b: the same stock as HOT-1, with a limit per buyer
 SELECT inventory.restock('HOT-LIM', 1000000000000, 'stock-hot-lim');
 SELECT inventory.set_rules('HOT-LIM', max_per_buyer => $LIMIT);
@@ -332,6 +338,25 @@ END \$\$;
 SQL
 [ $? -eq 0 ] || inv_die "set-up of the bench database failed"
 
+# Cases 4n and 14: a database of their own with inventory.stock_notifications
+# on, as an application turns it on (a session cannot), set up as bench is
+# for case 4.
+NOTIFY_DB=bench_n
+psql_n() { inv_as_pg psql -X -q -At -v ON_ERROR_STOP=1 -d "$NOTIFY_DB" "$@"; }
+if want 4n || want 14; then
+	inv_log "creating the $NOTIFY_DB database, with inventory.stock_notifications on"
+	inv_as_pg createdb "$NOTIFY_DB"
+	psql_n >/dev/null <<SQL || inv_die "set-up of the $NOTIFY_DB database failed"
+CREATE EXTENSION inventory;
+ALTER DATABASE $NOTIFY_DB SET inventory.default_ttl = '1d';
+ALTER DATABASE $NOTIFY_DB SET inventory.stock_notifications = on;
+-- case 4n: the same stock as HOT-1
+SELECT inventory.restock('HOT-N', 1000000000000, 'stock-hot-n');
+-- case 14: one unit, taken and given back
+SELECT inventory.restock('NOTE-1', 1, 'stock-note');
+SQL
+fi
+
 # The cases of the throughput targets, run again in rounds (see "rounds")
 RCASES=()
 for id in 1 1k 5 2b 2d 2e 4 4n 13 13s; do want "$id" && RCASES+=("$id"); done
@@ -343,7 +368,7 @@ record settings smoke:="$([ "$SMOKE" -eq 1 ] && echo true || echo false)" \
 	max_skus:="$(sql "SHOW inventory.max_skus")" nskus:="$NSKUS" backlog:="$BACKLOG" \
 	settled:="$SETTLED" batch:="$BATCH" limit_per_buyer:="$LIMIT" buyers:="$BUYERS" \
 	load_restarts:="$LOAD_ROUNDS" expire_batch:="$EXPIRE_BATCH" \
-	expiry_clients:="$EXPIRY_CLIENTS" expiry_load_s:="$EXPIRY_LOAD"
+	expiry_clients:="$EXPIRY_CLIENTS" expiry_load_s:="$EXPIRY_LOAD" notify_backlog:="$NOTIFY_BACKLOG"
 
 # ---------------------------------------------------------------- pgbench scripts
 # bench/sql/*.sql, copied where the postgres user can read them
@@ -583,16 +608,16 @@ SQL
 		         GROUP BY buyer_id HAVING sum(qty) > $LIMIT) o")"
 fi
 
-# the sessions of case 4n have inventory.stock_notifications on
-NOTIFY_DB="dbname=bench options='-c inventory.stock_notifications=on'"
+# case 4n: in the database with inventory.stock_notifications on
 if want 4n; then
-	before=$(ledger_rows "sku = 'HOT-N'")
+	ledger_rows_n() { psql_n -c "SELECT count(*) FROM inventory.ledger WHERE $1"; }
+	before=$(ledger_rows_n "sku = 'HOT-N'")
 	PGB_DB=$NOTIFY_DB run_case 4n reserve.sql -D sku=HOT-N -D prefix=o4n-
-	after=$(ledger_rows "sku = 'HOT-N'")
+	after=$(ledger_rows_n "sku = 'HOT-N'")
 	check "case 4n: one ledger row per reserve ($PROCESSED calls, $((after - before)) rows)" \
 		"$([ $((after - before)) -eq "$PROCESSED" ] && echo t)"
-	check "case 4n: its sessions have inventory.stock_notifications on" \
-		"$([ "$(inv_as_pg psql -X -At -d "$NOTIFY_DB" -c 'SHOW inventory.stock_notifications')" = on ] && echo t)"
+	check "case 4n: its sessions have inventory.stock_notifications on, from their database" \
+		"$([ "$(psql_n -c 'SHOW inventory.stock_notifications')" = on ] && echo t)"
 fi
 
 if want 5; then
@@ -738,8 +763,8 @@ fi
 # ---------------------------------------------------------------- case 14: LISTEN
 if want 14; then
 	inv_log "case 14: LISTEN inventory_stock, $NOTIFY_FLIPS flips"
-	if read -r n14 p50 p99 max14 missed < <(inv_as_pg python3 "$INV_TOP/bench/notify_latency.py" \
-		"host=$PGHOST port=$PGPORT dbname=bench" NOTE-1 "$NOTIFY_FLIPS" 150 2>"$DIR/case14.err"); then
+	if read -r n14 p50 p99 max14 missed _ < <(inv_as_pg python3 "$INV_TOP/bench/notify_latency.py" \
+		"host=$PGHOST port=$PGPORT dbname=$NOTIFY_DB" NOTE-1 "$NOTIFY_FLIPS" 150 2>"$DIR/case14.err"); then
 		record case14 flips:="$NOTIFY_FLIPS" samples:="$n14" p50_ms:="$p50" p99_ms:="$p99" \
 			max_ms:="$max14" missed:="$missed" gap_ms:=150
 		check "case 14: every one of $((2 * NOTIFY_FLIPS)) crossings of zero was heard (missed: $missed)" \
@@ -970,6 +995,76 @@ want 8r && expiry_case 8r
 inv_log "comparing the cache with the tables (inventory.verify())"
 check "cache = tables after cases 4-8 and 10 (inventory.verify() is empty)" \
 	"$(sql "SELECT count(*) = 0 FROM inventory.verify()")"
+if want 4n || want 14; then
+	check "cache = tables in $NOTIFY_DB after cases 4n and 14 (inventory.verify() is empty)" \
+		"$(psql_n -c "SELECT count(*) = 0 FROM inventory.verify()")"
+fi
+
+# ---------------------------------------------------------------- case 14b: LISTEN during a backlog
+# Case 14 while the worker clears NOTIFY_BACKLOG overdue reservations, in a
+# database of its own with notifications on (dropped after, so that its
+# settled movements leave nothing to fold for the cases after): the backlog
+# is inserted with the workers off, as in case 8, and cleared at the default
+# inventory.expire_batch.  The flips run while the backlog's units are not
+# all back (notify_latency.py's WHILE_SQL); the backlog is sized to outlast
+# them, and a check says when it did not.
+if want 14b; then
+	db14b=bench_nb
+	psql_nb() { inv_as_pg psql -X -q -At -v ON_ERROR_STOP=1 -d "$db14b" "$@"; }
+	inv_log "case 14b: LISTEN inventory_stock, $NOTIFY_FLIPS flips, while the worker clears $NOTIFY_BACKLOG overdue reservations"
+	inv_as_pg createdb "$db14b"
+	psql_nb >/dev/null <<SQL || error "case 14b: set-up of the $db14b database failed"
+CREATE EXTENSION inventory;
+ALTER DATABASE $db14b SET inventory.default_ttl = '1d';
+ALTER DATABASE $db14b SET inventory.stock_notifications = on;
+SELECT inventory.restock('NOTE-1', 1, 'stock-note');
+SELECT inventory.restock('EXP-N', $NOTIFY_BACKLOG, 'stock-exp-n');
+SQL
+	sql "ALTER SYSTEM SET inventory.worker_enabled = off" >/dev/null
+	sql "SELECT pg_reload_conf()" >/dev/null
+	for _ in $(seq 100); do
+		[ "$(sql "SELECT count(*) FROM inventory.worker_status WHERE datname = '$db14b' AND state <> 'disabled'")" = 0 ] && break
+		sleep 0.1
+	done
+	chunk=$(((NOTIFY_BACKLOG + 9) / 10))
+	for lo in $(seq 1 "$chunk" "$NOTIFY_BACKLOG"); do
+		hi=$((lo + chunk - 1 < NOTIFY_BACKLOG ? lo + chunk - 1 : NOTIFY_BACKLOG))
+		psql_nb -c "INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
+		            SELECT 'o14b-' || g, 1, 'reserve', 'EXP-N', 1, now() - interval '1 minute'
+		              FROM generate_series($lo, $hi) g" >/dev/null || error "case 14b: inserting the backlog failed"
+	done
+	avail14b() { psql_nb -c "SELECT inventory.available('EXP-N')"; }
+	check "case 14b: the backlog is $NOTIFY_BACKLOG overdue reservations (found $(avail14b) units of EXP-N available)" \
+		"$([ "$(avail14b)" = 0 ] && echo t)"
+	sql "ALTER SYSTEM RESET inventory.worker_enabled" >/dev/null
+	sql "SELECT pg_reload_conf()" >/dev/null
+	# the clearing has begun: the first expiry committed
+	for _ in $(seq 300); do
+		[ "$(avail14b)" -gt 0 ] 2>/dev/null && break
+		sleep 0.1
+	done
+	if read -r n14b p50 p99 max14b missed flips14b < <(inv_as_pg python3 "$INV_TOP/bench/notify_latency.py" \
+		"host=$PGHOST port=$PGPORT dbname=$db14b" NOTE-1 "$NOTIFY_FLIPS" 150 \
+		"SELECT inventory.available('EXP-N') < $NOTIFY_BACKLOG" 2>"$DIR/case14b.err"); then
+		left=$((NOTIFY_BACKLOG - $(avail14b)))
+		record case14b flips:="$NOTIFY_FLIPS" flips_made:="$flips14b" samples:="$n14b" p50_ms:="$p50" \
+			p99_ms:="$p99" max_ms:="$max14b" missed:="$missed" gap_ms:=150 backlog:="$NOTIFY_BACKLOG" \
+			left_after:="$left"
+		check "case 14b: every one of $((2 * NOTIFY_FLIPS)) crossings of zero was heard while the worker cleared the backlog ($flips14b flips made before it was cleared, $left overdue reservations left after the last; missed: $missed)" \
+			"$([ "$missed" = 0 ] && [ "$n14b" = $((2 * NOTIFY_FLIPS)) ] && [ "$left" -gt 0 ] && echo t)"
+	else
+		error "case 14b: bench/notify_latency.py failed: $(head -c 300 "$DIR/case14b.err")"
+	fi
+	for _ in $(seq 600); do
+		[ "$(avail14b)" = "$NOTIFY_BACKLOG" ] && break
+		sleep 0.5
+	done
+	check "case 14b: the worker cleared the backlog (EXP-N has $(avail14b) of $NOTIFY_BACKLOG units back on sale)" \
+		"$([ "$(avail14b)" = "$NOTIFY_BACKLOG" ] && echo t)"
+	check "cache = tables in $db14b after case 14b (inventory.verify() is empty)" \
+		"$(psql_nb -c "SELECT count(*) = 0 FROM inventory.verify()")"
+	inv_as_pg dropdb --force "$db14b" || error "case 14b: dropping $db14b failed"
+fi
 
 # ---------------------------------------------------------------- case 9: cache load
 if want 9; then

@@ -120,10 +120,11 @@ inventory_key_filter_info(PG_FUNCTION_ARGS)
 
 /*
  * inventory.worker_status.  Version 0.1's function, bound to the symbol
- * without a suffix, had other columns in another order; it keeps working
- * with this library until ALTER EXTENSION inventory UPDATE, as
- * pg_stat_statements keeps its older versions.  Each database's values are
- * computed once; a shape says which goes in which column.
+ * without a suffix, had other columns in another order, and 0.2's had
+ * no notify_failures; each keeps working with this library until ALTER
+ * EXTENSION inventory UPDATE, as pg_stat_statements keeps its older
+ * versions.  Each database's values are computed once; a shape says which
+ * goes in which column.
  */
 typedef enum StatusValue
 {
@@ -138,41 +139,45 @@ typedef enum StatusValue
 	SV_VISITS,
 	SV_EXPIRED,
 	SV_FOLDED,
+	SV_NOTIFY_FAILURES,
 	SV_COUNT
 } StatusValue;
 
-#define WORKER_STATUS_COLS 11
-
 /* datid, datname, pid, state, started_at, last_run, rounds, expired, folded, lag, last_wake */
-static const StatusValue status_0_1[WORKER_STATUS_COLS] = {
+static const StatusValue status_0_1[] = {
 	SV_DATID, SV_DATNAME, SV_PID, SV_STATE, SV_STARTED_AT, SV_LAST_VISIT,
 	SV_VISITS, SV_EXPIRED, SV_FOLDED, SV_LAG, SV_LAST_VISIT
 };
 
-static const StatusValue status_0_2[WORKER_STATUS_COLS] = {
+static const StatusValue status_0_2[] = {
 	SV_DATID, SV_DATNAME, SV_STATE, SV_PID, SV_STARTED_AT, SV_NEXT_DUE,
 	SV_LAG, SV_LAST_VISIT, SV_VISITS, SV_EXPIRED, SV_FOLDED
 };
 
+static const StatusValue status_0_3[] = {
+	SV_DATID, SV_DATNAME, SV_STATE, SV_PID, SV_STARTED_AT, SV_NEXT_DUE,
+	SV_LAG, SV_LAST_VISIT, SV_VISITS, SV_EXPIRED, SV_FOLDED, SV_NOTIFY_FAILURES
+};
+
 static Datum
-WorkerStatus(FunctionCallInfo fcinfo, const StatusValue *shape)
+WorkerStatus(FunctionCallInfo fcinfo, const StatusValue *shape, int ncols)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PoolDbStatus *dbs;
 	int			n;
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (rsinfo->setDesc->natts != WORKER_STATUS_COLS)
+	if (rsinfo->setDesc->natts != ncols)
 		elog(ERROR, "inventory.worker_status() has %d columns, expected %d",
-			 rsinfo->setDesc->natts, WORKER_STATUS_COLS);
+			 rsinfo->setDesc->natts, ncols);
 	dbs = PoolCopyStatus(&n);
 	for (int i = 0; i < n; i++)
 	{
 		PoolDbStatus *d = &dbs[i];
 		Datum		val[SV_COUNT];
 		bool		null[SV_COUNT];
-		Datum		v[WORKER_STATUS_COLS];
-		bool		nulls[WORKER_STATUS_COLS];
+		Datum		v[SV_COUNT];
+		bool		nulls[SV_COUNT];
 		Interval   *lag = palloc0(sizeof(Interval));
 		/* the name now: the launcher's copy may be a rename behind */
 		char	   *name = get_database_name(d->dboid);
@@ -194,8 +199,9 @@ WorkerStatus(FunctionCallInfo fcinfo, const StatusValue *shape)
 		val[SV_VISITS] = Int64GetDatum(d->visits);
 		val[SV_EXPIRED] = Int64GetDatum(d->expired);
 		val[SV_FOLDED] = Int64GetDatum(d->folded);
+		val[SV_NOTIFY_FAILURES] = Int64GetDatum(d->notify_failures);
 
-		for (int c = 0; c < WORKER_STATUS_COLS; c++)
+		for (int c = 0; c < ncols; c++)
 		{
 			v[c] = val[shape[c]];
 			nulls[c] = null[shape[c]];
@@ -209,14 +215,21 @@ PG_FUNCTION_INFO_V1(inventory_worker_status);
 Datum
 inventory_worker_status(PG_FUNCTION_ARGS)
 {
-	return WorkerStatus(fcinfo, status_0_1);
+	return WorkerStatus(fcinfo, status_0_1, lengthof(status_0_1));
 }
 
 PG_FUNCTION_INFO_V1(inventory_worker_status_0_2);
 Datum
 inventory_worker_status_0_2(PG_FUNCTION_ARGS)
 {
-	return WorkerStatus(fcinfo, status_0_2);
+	return WorkerStatus(fcinfo, status_0_2, lengthof(status_0_2));
+}
+
+PG_FUNCTION_INFO_V1(inventory_worker_status_0_3);
+Datum
+inventory_worker_status_0_3(PG_FUNCTION_ARGS)
+{
+	return WorkerStatus(fcinfo, status_0_3, lengthof(status_0_3));
 }
 
 #define EXPRESS_STATUS_COLS 11

@@ -7,14 +7,24 @@
  * must not notify.  Instead its commit notes in the SKU's cache entry that
  * the committed available (on_hand - reserved) reached zero or came back
  * above it (EscrowEndTxn, when inventory.stock_notifications is on for the
- * database), and makes its database's work due at once (pool.c).  A worker
- * in that database then takes the notes -- each SKU's latest committed
+ * database), and makes its database's notes, and work, due at once
+ * (pool.c).  A worker in that database -- between any two of its
+ * transactions -- then takes the notes, each SKU's latest committed
  * available and version, read when it sends, so a listener always gets
- * the latest state -- and sends them in a transaction of its own.  A SKU
+ * the latest state, and sends them in a transaction of its own.  A SKU
  * is sent at most once per inventory.stock_notify_interval: a crossing
  * sooner after the last one waits for the interval to pass, and crossings
  * meanwhile make one notification.  An entry with a note to send is not
  * evicted.
+ *
+ * The setting is the database's (ALTER DATABASE) or the server's
+ * (postgresql.conf, ALTER SYSTEM), never a session's: each commit notes by
+ * its own session's value, so one session, role or client with another
+ * value than its database's would leave the listeners with a stale state.
+ * Its check hook refuses the levels below the database's: SET, a
+ * function's SET clause, a client's options (the connection fails), and
+ * ALTER ROLE ... SET, which PostgreSQL then ignores with a WARNING at each
+ * connection, as it does any role setting it cannot apply.
  *
  * Under the locking contract at the top of cache.c: the notes are fields
  * of the entry, under its spinlock.  A crossing bumps notify_seq; a note is
@@ -23,7 +33,10 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "commands/dbcommands.h"
 #include "miscadmin.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
@@ -35,16 +48,62 @@
 bool		inv_stock_notifications = false;
 int			inv_stock_notify_interval = 100;
 
+/*
+ * inventory.stock_notifications from postgresql.conf, ALTER SYSTEM,
+ * ALTER DATABASE (or ALTER ROLE ALL, which is every database's) and their
+ * validation (PGC_S_TEST) only.
+ */
+static bool
+CheckStockNotifications(bool *newval, void **extra, GucSource source)
+{
+	char	   *dbname = NULL;
+
+	switch (source)
+	{
+		case PGC_S_USER:
+		case PGC_S_DATABASE_USER:
+		case PGC_S_CLIENT:
+		case PGC_S_SESSION:
+			break;
+		default:
+			return true;
+	}
+	if (IsTransactionState() && OidIsValid(MyDatabaseId))
+		dbname = get_database_name(MyDatabaseId);
+	dbname = dbname ? pstrdup(quote_identifier(dbname)) : "...";
+	GUC_check_errmsg("parameter \"%s\" can only be set for a database or for the server",
+					 "inventory.stock_notifications");
+	GUC_check_errdetail("A session, role or client with another setting than its database's would leave the listeners of inventory_stock with a stale state.");
+	if (source == PGC_S_USER || source == PGC_S_DATABASE_USER)
+	{
+		/* ALTER ROLE ... SET, ignored at each connection */
+		char	   *role = NULL;
+
+		if (IsTransactionState() && OidIsValid(GetSessionUserId()))
+			role = GetUserNameFromId(GetSessionUserId(), true);
+		role = role ? pstrdup(quote_identifier(role)) : "...";
+		GUC_check_errhint("Remove it from the role (ALTER ROLE %s%s%s RESET inventory.stock_notifications) and set it for the database: ALTER DATABASE %s SET inventory.stock_notifications = %s.",
+						  role, source == PGC_S_DATABASE_USER ? " IN DATABASE " : "",
+						  source == PGC_S_DATABASE_USER ? dbname : "",
+						  dbname, *newval ? "on" : "off");
+	}
+	else
+		GUC_check_errhint("Set it for the database: ALTER DATABASE %s SET inventory.stock_notifications = %s.",
+						  dbname, *newval ? "on" : "off");
+	return false;
+}
+
 void
 CacheNotifyInit(void)
 {
 	DefineCustomBoolVariable("inventory.stock_notifications",
 							 "Whether a SKU's committed available reaching zero, or coming back above it, is sent to LISTEN inventory_stock.",
-							 "Set it for a database with ALTER DATABASE ... SET; a worker sends the notifications.",
+							 "Set it for a database with ALTER DATABASE ... SET, or for every database in postgresql.conf; "
+							 "a session, role or client cannot set it.  A worker sends the notifications.",
 							 &inv_stock_notifications,
 							 false,
 							 PGC_SUSET, 0,
-							 NULL, NULL, NULL);
+							 CheckStockNotifications, NULL, NULL);
 
 	DefineCustomIntVariable("inventory.stock_notify_interval",
 							"Notifications of one SKU to LISTEN inventory_stock are this far apart, at least.",
@@ -79,11 +138,13 @@ CacheTakeNotes(InvStockNote **notes, TimestampTz now, TimestampTz *next)
 		InvStockNote note;
 		TimestampTz notified_at;
 		bool		pending;
+		bool		loading;
 
 		if (entry->key.dbid != MyDatabaseId || entry->key.relid != relid)
 			continue;
 		SpinLockAcquire(&entry->mutex);
-		pending = EntryNotifyDue(entry) && !entry->loading;
+		pending = EntryNotifyDue(entry);
+		loading = entry->loading;
 		notified_at = entry->notified_at;
 		note.available = entry->on_hand - entry->reserved;
 		note.version = entry->version;
@@ -91,6 +152,12 @@ CacheTakeNotes(InvStockNote **notes, TimestampTz now, TimestampTz *next)
 		SpinLockRelease(&entry->mutex);
 		if (!pending)
 			continue;
+		if (loading)
+		{
+			/* its state is not known yet: look again in an interval */
+			*next = Min(*next, TimestampTzPlusMilliseconds(now, inv_stock_notify_interval));
+			continue;
+		}
 		if (notified_at != 0)
 		{
 			TimestampTz due = TimestampTzPlusMilliseconds(notified_at,

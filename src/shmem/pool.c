@@ -31,6 +31,15 @@
  * remembered index whose dboid it checks first; should the entry be reused
  * for another database in between, it lowers that database's due time,
  * which costs one early visit and nothing else.
+ * PoolDb.notify_due, an atomic, is when notes for LISTEN inventory_stock
+ * fall due (shmem/cache_notify.c), kept apart so that the worker can tell
+ * between any two of its transactions, by one read, whether to send:
+ * lowered like due, by a commit that noted a crossing of zero (which
+ * lowers due too, so that a worker comes) and by the worker for notes it
+ * could not send yet; taken by the worker with an atomic exchange before
+ * it reads the notes, so that a crossing noted after its read lowers it
+ * again.  The back-off of failed sends (notify_retry_at, notify_failing)
+ * is written by the worker in the database alone.
  * pool->launcher_latch and launcher_wake are read without the lock: setting
  * the latch of a launcher that has just exited wakes nobody who minds.  The
  * launcher sets launcher_wake to POOL_NOTHING_DUE before it plans and to
@@ -64,6 +73,8 @@ typedef struct PoolDb
 	int			pauses;			/* statements that need it unconnected */
 	int			slot;			/* the worker in it, or -1 */
 	pg_atomic_uint64 due;		/* TimestampTz; POOL_NOTHING_DUE: none */
+	pg_atomic_uint64 notify_due;	/* notes to send: TimestampTz, or
+									 * POOL_NOTHING_DUE */
 	TimestampTz retry_at;		/* no worker before this, after one failed */
 	TimestampTz oldest_overdue; /* left overdue by the last round, or 0 */
 	TimestampTz last_visit;		/* when the last visit ended, or 0 */
@@ -72,6 +83,10 @@ typedef struct PoolDb
 	int64		folded;
 	PoolVerify	verify;			/* the last background verify */
 	ReconcileCounts reconciled; /* what the reconciler's answers did */
+	/* LISTEN inventory_stock: written by the worker in the database */
+	TimestampTz notify_retry_at;	/* after a failed send, none before this; 0: none failed */
+	int			notify_failing; /* sends failed in a row */
+	int64		notify_failures;	/* sends failed since the server started */
 } PoolDb;
 
 typedef struct PoolSlot
@@ -98,6 +113,7 @@ static PoolDb *dbs = NULL;
 
 /* in a backend: this transaction's earliest work, and our entry */
 static TimestampTz xact_due = POOL_NOTHING_DUE;
+static TimestampTz xact_notify_due = POOL_NOTHING_DUE;
 static int	my_db = -1;
 static TimestampTz my_db_missing_until = 0;
 static bool probe_at_commit = false;
@@ -110,6 +126,14 @@ static bool visiting = false;
 
 /* a worker that failed is sent back after this long */
 #define RETRY_DELAY_MS	1000
+
+/*
+ * A failed send of notifications is tried again after this long, doubled
+ * at each failure in a row up to the most: a full NOTIFY queue takes a
+ * while to empty, and each try costs a transaction and a WARNING.
+ */
+#define NOTIFY_RETRY_MIN_MS 1000
+#define NOTIFY_RETRY_MAX_MS 30000
 
 /* settings */
 int			inv_max_workers = 2;
@@ -187,7 +211,10 @@ PoolShmemInit(void)
 	pool->ndbs = inv_max_databases;
 	pg_atomic_init_u64(&pool->launcher_wake, (uint64) POOL_NOTHING_DUE);
 	for (int i = 0; i < pool->ndbs; i++)
+	{
 		pg_atomic_init_u64(&dbs[i].due, (uint64) POOL_NOTHING_DUE);
+		pg_atomic_init_u64(&dbs[i].notify_due, (uint64) POOL_NOTHING_DUE);
+	}
 }
 
 static PoolDb *
@@ -226,12 +253,16 @@ TakeDb(Oid dboid, const char *datname)
 	db->pauses = 0;
 	db->slot = -1;
 	pg_atomic_write_u64(&db->due, (uint64) POOL_NOTHING_DUE);
+	pg_atomic_write_u64(&db->notify_due, (uint64) POOL_NOTHING_DUE);
 	db->retry_at = 0;
 	db->oldest_overdue = 0;
 	db->last_visit = 0;
 	db->visits = db->expired = db->folded = 0;
 	memset(&db->verify, 0, sizeof(PoolVerify));
 	memset(&db->reconciled, 0, sizeof(ReconcileCounts));
+	db->notify_retry_at = 0;
+	db->notify_failing = 0;
+	db->notify_failures = 0;
 	return db;
 }
 
@@ -242,18 +273,25 @@ FreeDb(PoolDb *db)
 	db->probe = false;
 }
 
+/* Lowers a due time to when; returns whether it did. */
+static bool
+TimeLower(pg_atomic_uint64 *due, TimestampTz when)
+{
+	uint64		old = pg_atomic_read_u64(due);
+
+	while ((int64) old > when)
+	{
+		if (pg_atomic_compare_exchange_u64(due, &old, (uint64) when))
+			return true;
+	}
+	return false;
+}
+
 /* Lowers the database's due time to when; returns whether it did. */
 static bool
 DueLower(PoolDb *db, TimestampTz when)
 {
-	uint64		old = pg_atomic_read_u64(&db->due);
-
-	while ((int64) old > when)
-	{
-		if (pg_atomic_compare_exchange_u64(&db->due, &old, (uint64) when))
-			return true;
-	}
-	return false;
+	return TimeLower(&db->due, when);
 }
 
 /*
@@ -286,6 +324,18 @@ PoolNoteDue(TimestampTz when)
 {
 	if (when < xact_due)
 		xact_due = when;
+}
+
+/*
+ * This transaction noted a crossing of zero for LISTEN inventory_stock:
+ * at commit, the notes of its database are due at when, and so is a visit.
+ */
+void
+PoolNoteNotify(TimestampTz when)
+{
+	if (when < xact_notify_due)
+		xact_notify_due = when;
+	PoolNoteDue(when);
 }
 
 /* Settled movements are there to fold: due within expire_interval of now. */
@@ -325,13 +375,20 @@ MyDb(void)
 	return db;
 }
 
-/* At commit: the database's work is due no later than this transaction's. */
+/*
+ * At commit: the database's work is due no later than this transaction's,
+ * and its notes no later than notify_when.
+ */
 static void
-PublishDue(TimestampTz when)
+PublishDue(TimestampTz when, TimestampTz notify_when)
 {
 	PoolDb	   *db = MyDb();
 
 	int			slot;
+
+	/* before due: a worker woken by due finds the notes due */
+	if (db != NULL && notify_when != POOL_NOTHING_DUE)
+		(void) TimeLower(&db->notify_due, notify_when);
 
 	/*
 	 * The launcher is told only when its plan changes -- and not by a
@@ -378,7 +435,7 @@ PoolXactCallback(XactEvent event, void *arg)
 			if (pool != NULL && probe_at_commit)
 				ProbeMyDb();
 			if (pool != NULL && xact_due != POOL_NOTHING_DUE)
-				PublishDue(xact_due);
+				PublishDue(xact_due, xact_notify_due);
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
@@ -388,6 +445,7 @@ PoolXactCallback(XactEvent event, void *arg)
 			return;
 	}
 	xact_due = POOL_NOTHING_DUE;
+	xact_notify_due = POOL_NOTHING_DUE;
 	probe_at_commit = false;
 }
 
@@ -744,9 +802,15 @@ WorkerDetach(int code, Datum arg)
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	if (visit_db != NULL && visit_db->slot == my_slot - pool->slots)
 	{
-		/* a visit cut short leaves its work due; try again a little later */
+		/*
+		 * A visit cut short leaves its work due, the notes it may have
+		 * taken too; try again a little later.
+		 */
 		if (visiting)
+		{
+			(void) TimeLower(&visit_db->notify_due, GetCurrentTimestamp());
 			(void) DueLower(visit_db, GetCurrentTimestamp());
+		}
 		if (code != 0 || visiting)
 			visit_db->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), RETRY_DELAY_MS);
 		visit_db->slot = -1;
@@ -800,7 +864,21 @@ PoolWorkerAttach(int slotno)
 void
 PoolVisitBegin(void)
 {
+	TimestampTz notify_at;
+
 	pg_atomic_write_u64(&visit_db->due, (uint64) POOL_NOTHING_DUE);
+
+	/*
+	 * Notes due later -- the rate limit's, or after a failed send's
+	 * back-off -- keep the database due; the round sends those due now.
+	 */
+	notify_at = (TimestampTz) pg_atomic_read_u64(&visit_db->notify_due);
+	if (notify_at != POOL_NOTHING_DUE)
+	{
+		notify_at = Max(notify_at, visit_db->notify_retry_at);
+		if (notify_at > GetCurrentTimestamp())
+			(void) DueLower(visit_db, notify_at);
+	}
 	visiting = true;
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	visit_db->probe = false;
@@ -886,6 +964,66 @@ PoolReconcileReport(const ReconcileCounts *c)
 	LWLockRelease(pool->lock);
 }
 
+/*
+ * Are notes of the worker's database due at now (with all, whether due or
+ * not)?  If so, the worker takes them: it reads the notes next, and a
+ * crossing noted after that read makes them due again.  Not before the
+ * back-off of a failed send has passed, whatever was noted since.  Costs
+ * one read of shared memory when nothing is due.
+ */
+bool
+PoolNotifyTake(TimestampTz now, bool all)
+{
+	if (!all && (TimestampTz) pg_atomic_read_u64(&visit_db->notify_due) > now)
+		return false;
+	if (now < visit_db->notify_retry_at)
+		return false;
+	(void) pg_atomic_exchange_u64(&visit_db->notify_due, (uint64) POOL_NOTHING_DUE);
+	return true;
+}
+
+/*
+ * A send of notifications failed at now: counted, and the notes are due
+ * again after a back-off, which is returned (milliseconds).
+ */
+int
+PoolNotifyFailed(TimestampTz now)
+{
+	int			backoff = NOTIFY_RETRY_MIN_MS;
+
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < visit_db->notify_failing && backoff < NOTIFY_RETRY_MAX_MS; i++)
+		backoff *= 2;
+	backoff = Min(backoff, NOTIFY_RETRY_MAX_MS);
+	visit_db->notify_failing++;
+	visit_db->notify_failures++;
+	visit_db->notify_retry_at = TimestampTzPlusMilliseconds(now, backoff);
+	LWLockRelease(pool->lock);
+	(void) TimeLower(&visit_db->notify_due, now);
+	(void) DueLower(visit_db, visit_db->notify_retry_at);
+	return backoff;
+}
+
+/*
+ * A send of notifications committed; the notes it left are due at next
+ * (POOL_NOTHING_DUE: none).  The next failure backs off afresh.
+ */
+void
+PoolNotifySent(TimestampTz next)
+{
+	if (next != POOL_NOTHING_DUE)
+	{
+		(void) TimeLower(&visit_db->notify_due, next);
+		(void) DueLower(visit_db, next);
+	}
+	if (visit_db->notify_retry_at == 0)
+		return;
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	visit_db->notify_retry_at = 0;
+	visit_db->notify_failing = 0;
+	LWLockRelease(pool->lock);
+}
+
 /* A visit that ends as it should. */
 void
 PoolVisitEnd(void)
@@ -952,6 +1090,7 @@ PoolCopyStatus(int *count)
 		s->folded = db->folded;
 		s->verify = db->verify;
 		s->reconciled = db->reconciled;
+		s->notify_failures = db->notify_failures;
 
 		if (db->pauses > 0)
 			s->state = "paused";

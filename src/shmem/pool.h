@@ -30,6 +30,7 @@ extern void PoolShmemInit(void);
 
 /* in every backend */
 extern void PoolNoteDue(TimestampTz when);
+extern void PoolNoteNotify(TimestampTz when);
 extern void PoolNoteFoldDue(TimestampTz now);
 extern void PoolCheckRoom(void);
 extern void PoolProbeAtCommit(void);
@@ -73,6 +74,9 @@ extern bool PoolWorkerStay(TimestampTz now, TimestampTz *until);
 extern bool PoolVerifyDue(TimestampTz now, int interval_ms);
 extern void PoolVerifyReport(const PoolVerify *v);
 extern void PoolReconcileReport(const ReconcileCounts *c);
+extern bool PoolNotifyTake(TimestampTz now, bool all);
+extern int	PoolNotifyFailed(TimestampTz now);
+extern void PoolNotifySent(TimestampTz next);
 extern void PoolVisitEnd(void);
 extern void PoolReportAbsent(void);
 
@@ -92,6 +96,7 @@ typedef struct PoolDbStatus
 	int64		folded;
 	PoolVerify	verify;
 	ReconcileCounts reconciled;
+	int64		notify_failures;
 } PoolDbStatus;
 
 extern PoolDbStatus *PoolCopyStatus(int *count);

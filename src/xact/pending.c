@@ -734,7 +734,7 @@ EndTransaction(bool commit)
 	nchanges = 0;
 	/* a SKU sold out or back on sale: a worker sends it at once */
 	if (notify)
-		PoolNoteDue(GetCurrentTimestamp());
+		PoolNoteNotify(GetCurrentTimestamp());
 
 	/* SKUs prepared by calls that failed before pinning */
 	if (touched_hash != NULL && hash_get_num_entries(touched_hash) > 0)
