@@ -53,6 +53,22 @@ sub toc_file
 my $no_ledger = toc_file("$tmp/shop.dump", 'no-ledger.list', sub { $_[0] !~ /TABLE DATA inventory ledger / });
 my $ledger_only = toc_file("$tmp/shop.dump", 'ledger.list', sub { $_[0] =~ /TABLE DATA inventory ledger / });
 
+# script_file(NAME, EDIT, ARGS...): the plain script pg_restore ARGS makes of
+# the dump, edited by EDIT (which dies when it finds nothing to edit)
+sub script_file
+{
+	my ($name, $edit, @args) = @_;
+	my $script;
+	IPC::Run::run([ 'pg_restore', @args, '-f', '-', "$tmp/shop.dump" ], '>', \$script)
+	  or die 'pg_restore -f failed';
+	local $_ = $script;
+	$edit->();
+	open my $fh, '>', "$tmp/$name" or die;
+	print $fh $_;
+	close $fh;
+	return "$tmp/$name";
+}
+
 # restore_from(DUMP, DB, ARGS...): pg_restore ARGS of DUMP into DB; whether it
 # succeeded, and what it said
 sub restore_from
@@ -246,13 +262,9 @@ like($err, qr/NOTICE:  no restore of this database's inventory stands incomplete
 # take a sale before the restock that supplied it, which waits in the
 # ledger), restored without the ledger
 $node->safe_psql('postgres', 'CREATE DATABASE half6');
-IPC::Run::run([ 'pg_restore', '-L', $no_ledger, '-f', "$tmp/no-ledger.sql", "$tmp/shop.dump" ])
-  or die 'pg_restore -f failed';
-(my $below = slurp_file("$tmp/no-ledger.sql")) =~ s/^TEE\t\d+\t/TEE\t-1\t/m or die 'no TEE row in the dump';
-open my $bfh, '>', "$tmp/below-zero.sql" or die;
-print $bfh $below;
-close $bfh;
-$node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('half6'), '-f', "$tmp/below-zero.sql" ],
+my $below = script_file('below-zero.sql', sub { s/^TEE\t\d+\t/TEE\t-1\t/m or die 'no TEE row in the dump' },
+	'-L', $no_ledger);
+$node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('half6'), '-f', $below ],
 	'a restore without the ledger, TEE\'s base below zero');
 is(marker('half6'), 't|f', 'the marker stands');
 ($rc, $out, $err) = $node->psql('half6', $finish);
@@ -302,15 +314,10 @@ $standby->stop;
 # --- a point-in-time recovery between the COPYs ---------------------------
 $node->safe_psql('postgres', 'CREATE DATABASE half5');
 $node->backup('base');
-my $sql = "$tmp/by-hand.sql";
-IPC::Run::run([ 'pg_restore', '-f', $sql, "$tmp/shop.dump" ]) or die 'pg_restore -f failed';
-my $script = slurp_file($sql);
 # a plain script restored by hand, with a restore point between its COPYs
-$script =~ s/^(COPY inventory\.ledger )/SELECT pg_create_restore_point('between');\n$1/m or die 'no ledger COPY';
-open my $fh, '>', "$tmp/with-point.sql" or die;
-print $fh $script;
-close $fh;
-$node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('half5'), '-f', "$tmp/with-point.sql" ],
+my $with_point = script_file('with-point.sql',
+	sub { s/^(COPY inventory\.ledger )/SELECT pg_create_restore_point('between');\n$1/m or die 'no ledger COPY' });
+$node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('half5'), '-f', $with_point ],
 	'a plain restore with a restore point between inventory.sku and the ledger');
 is(marker('half5'), '', 'the whole script leaves no marker');
 my $segment = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_switch_wal())');
