@@ -290,8 +290,11 @@ WorkerAsk(const ReconcileOrder *orders, int n, bool *backlog)
 	return counts.expired;
 }
 
-/* One round; reports what it did and when work is due next. */
-static void
+/*
+ * One round; reports what it did and when work is due next, and returns
+ * whether more is due at once (a backlog of expiry or folding).
+ */
+static bool
 WorkerRound(void)
 {
 	int64		expired;
@@ -301,6 +304,7 @@ WorkerRound(void)
 	TimestampTz oldest_overdue = 0;
 	bool		restoring;
 	bool		backlog;
+	bool		more;
 	bool		reconciling;
 	Reconciler	reconciler;
 	ReconcileOrder *orders = NULL;
@@ -332,7 +336,7 @@ WorkerRound(void)
 		PoolVisitRound(0, 0, restoring ?
 					   TimestampTzPlusMilliseconds(GetCurrentTimestamp(), inv_expire_interval) :
 					   POOL_NOTHING_DUE, 0);
-		return;
+		return false;
 	}
 	/* after a start, the key filter learns this database's keys first */
 	if (!KeyFilterReady())
@@ -377,7 +381,8 @@ WorkerRound(void)
 			folded = FoldSettled(skus, nskus, inv_fold_batch, false);
 	}
 	/* after a full batch more is waiting; else, when is the next one due? */
-	if (backlog || folded >= inv_fold_batch)
+	more = backlog || folded >= inv_fold_batch;
+	if (more)
 		next = 0;
 	else
 		next = ExpiryNextDue();
@@ -400,6 +405,7 @@ WorkerRound(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 	pgstat_report_stat(false);
 	PoolVisitRound(expired, folded, next, oldest_overdue);
+	return more;
 }
 
 /*
@@ -469,8 +475,13 @@ inventory_worker_main(Datum main_arg)
 		/* once a visit, every note: none is lost with a worker that failed */
 		WorkerNotify(first);
 		first = false;
-		WorkerRound();
-		WorkerVerify();
+		/*
+		 * A backlog comes first: the verify reads every unfolded movement
+		 * in one transaction, which a backlog makes long, and no note is
+		 * sent while it runs.
+		 */
+		if (!WorkerRound())
+			WorkerVerify();
 
 		now = GetCurrentTimestamp();
 		if (!PoolWorkerStay(now, &until))
