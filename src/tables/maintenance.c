@@ -33,6 +33,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
 #include "storage/lock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -104,7 +105,14 @@ static InvStmt expire_batch = {
 	"  AND state OPERATOR(pg_catalog.=) 'PENDING'"
 	"  RETURNING expires_at)"
 	" SELECT pg_catalog.count(*), pg_catalog.max(expires_at) FROM expired",
-	3, {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID}
+	3, {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID},
+	/*
+	 * Always the walk of ledger_due_idx in order that LIMIT stops: a custom
+	 * plan for a batch from the beginning, with statistics from before a
+	 * backlog arrived, sorted a million rows to take a thousand (0.7 s
+	 * against 0.5 ms).
+	 */
+	.options = CURSOR_OPT_GENERIC_PLAN
 };
 
 /*

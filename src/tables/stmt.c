@@ -57,7 +57,7 @@ StmtPrepare(InvStmt *stmt)
 	if (stmt->plan)
 		SPI_freeplan(stmt->plan);
 	stmt->plan = NULL;
-	plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
+	plan = SPI_prepare_cursor(stmt->sql, stmt->nargs, stmt->argtypes, stmt->options);
 	if (plan == NULL)
 		elog(ERROR, "could not prepare \"%s\": %s", stmt->sql,
 			 SPI_result_code_string(SPI_result));

@@ -17,6 +17,7 @@ typedef struct InvStmt
 	Oid			argtypes[5];
 	SPIPlanPtr	plan;			/* kept for the backend's life */
 	uint64		epoch;			/* catalog epoch the plan was made in */
+	int			options;		/* CURSOR_OPT_* for SPI_prepare_cursor */
 } InvStmt;
 
 extern int	InvSpiConnect(void);
