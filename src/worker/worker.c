@@ -119,6 +119,19 @@ ExtensionPresent(void)
  */
 static TimestampTz expire_from = DT_NOBEGIN;
 
+/*
+ * How many overdue reservations a batch expires: inventory.expire_batch,
+ * but in a database with inventory.stock_notifications on, halved (down to
+ * EXPIRE_ROWS_MIN) after a batch whose transaction took longer than
+ * EXPIRE_BATCH_MS and doubled back after a quick one, since a notification
+ * waits for the transaction the worker is in.  A batch's time is mostly
+ * its commit's WAL, which a checkpoint makes heavier.
+ */
+static int	expire_rows = 0;
+
+#define EXPIRE_BATCH_MS 50
+#define EXPIRE_ROWS_MIN 50
+
 /* this database's name, for the messages of a failed send */
 static NameData notify_datname;
 
@@ -309,6 +322,7 @@ WorkerRound(void)
 	Reconciler	reconciler;
 	ReconcileOrder *orders = NULL;
 	int			norders = 0;
+	TimestampTz began = GetCurrentTimestamp();
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -353,14 +367,25 @@ WorkerRound(void)
 	}
 	else
 	{
+		if (!inv_stock_notifications || expire_rows <= 0 || expire_rows > inv_expire_batch)
+			expire_rows = inv_expire_batch;
 		pgstat_report_activity(STATE_RUNNING, "inventory: expiring overdue reservations");
-		expired = ExpireOverdue(inv_expire_batch, &expire_from);
-		backlog = expired >= inv_expire_batch;
+		expired = ExpireOverdue(expire_rows, &expire_from);
+		backlog = expired >= expire_rows;
 		if (!backlog)
 			TIMESTAMP_NOBEGIN(expire_from);
 	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	if (!reconciling && inv_stock_notifications && expired > 0)
+	{
+		long		ms = TimestampDifferenceMilliseconds(began, GetCurrentTimestamp());
+
+		if (ms > EXPIRE_BATCH_MS)
+			expire_rows = Max(expire_rows / 2, EXPIRE_ROWS_MIN);
+		else if (ms < EXPIRE_BATCH_MS / 2)
+			expire_rows = Min(expire_rows * 2, inv_expire_batch);
+	}
 	WorkerNotify(false);
 	if (reconciling)
 		expired = WorkerAsk(orders, norders, &backlog);
