@@ -650,9 +650,10 @@ def report(run, pictures, stem):
         add("")
         add(f"Case 14 ({fmt(c14b.get('flips'))} flips, {fmt(c14b.get('gap_ms'))} ms apart) in a database of"
             f" its own where the worker clears {fmt(c14b.get('backlog', s.get('notify_backlog')))} overdue"
-            " PENDING reservations meanwhile (inserted with the worker off, as in case 8, and expired at"
-            " the default inventory.expire_batch): the worker sends the notes between any two of its"
-            " transactions, so a notification waits for at most one of them. The flips run while the"
+            " PENDING reservations meanwhile (inserted with the worker off, as in case 8, and expired in"
+            " batches of at most the default inventory.expire_batch, shorter while a batch takes over"
+            " 50 ms): the worker sends the notes between any two of its transactions, so a notification"
+            " waits for at most one of them. The flips run while the"
             f" backlog lasts: {fmt(c14b.get('flips_made'))} were made, and"
             f" {fmt(c14b.get('left_after'))} overdue reservations were left after the last.")
         add("")
