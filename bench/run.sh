@@ -86,7 +86,7 @@
 #       from a call's answer until a listener hears the state it left
 #       (bench/notify_latency.py, psycopg)
 #   14b 14 while the worker clears an expiry backlog, in a database of its
-#       own with notifications on: 1,000,000 overdue reservations (200,000
+#       own with notifications on: 1,000,000 overdue reservations (600,000
 #       with --smoke) inserted with the worker off, as in case 8, cleared in
 #       batches of at most the default inventory.expire_batch (shorter while
 #       a batch takes over 50 ms, as in any database with notifications on);
@@ -127,7 +127,7 @@ done
 if [ "$SMOKE" -eq 1 ]; then
 	: "${DURATION:=1}" "${CLIENTS:=1 8}" "${ROUNDS:=1}"
 	WARMUP=0 NSKUS=1000 BACKLOG=2000 SETTLED=10000 FSYNC_SECS=1 LOAD_ROUNDS=1 NOTIFY_FLIPS=5
-	NOTIFY_BACKLOG=200000
+	NOTIFY_BACKLOG=600000
 	OUT=$INV_TOP/bench/results/smoke.md
 else
 	: "${DURATION:=15}" "${CLIENTS:=1 8 32 64}" "${ROUNDS:=3}"
