@@ -481,6 +481,13 @@ def table(header, align, rows):
     return out
 
 
+def latency_table(c):
+    """Cases 14 and 14b: how soon the listener heard each crossing of zero."""
+    return table(["notifications", "median, ms", "99th percentile, ms", "most, ms", "missed"], "rrrrr",
+                 [[fmt(c.get("samples")), fmt(c.get("p50_ms"), 1), fmt(c.get("p99_ms"), 1),
+                   fmt(c.get("max_ms"), 1), fmt(c.get("missed"))]])
+
+
 def report(run, pictures, stem):
     """The report's lines.  pictures: whether its pictures are drawn, named
     after stem (the report's file name without .md)."""
@@ -639,9 +646,7 @@ def report(run, pictures, stem):
             " crossing of zero. Latency: from the call's answer until the listener read the state it"
             " left (bench/notify_latency.py).")
         add("")
-        L += table(["notifications", "median, ms", "99th percentile, ms", "most, ms", "missed"], "rrrrr",
-                   [[fmt(c14.get("samples")), fmt(c14.get("p50_ms"), 1), fmt(c14.get("p99_ms"), 1),
-                     fmt(c14.get("max_ms"), 1), fmt(c14.get("missed"))]])
+        L += latency_table(c14)
 
     if run.want("14b"):
         c14b = run.case14b or {}
@@ -657,9 +662,7 @@ def report(run, pictures, stem):
             f" backlog lasts: {fmt(c14b.get('flips_made'))} were made, and"
             f" {fmt(c14b.get('left_after'))} overdue reservations were left after the last.")
         add("")
-        L += table(["notifications", "median, ms", "99th percentile, ms", "most, ms", "missed"], "rrrrr",
-                   [[fmt(c14b.get("samples")), fmt(c14b.get("p50_ms"), 1), fmt(c14b.get("p99_ms"), 1),
-                     fmt(c14b.get("max_ms"), 1), fmt(c14b.get("missed"))]])
+        L += latency_table(c14b)
 
     if run.want("9"):
         c9 = run.case9 or {}

@@ -343,20 +343,25 @@ SQL
 # Cases 4n and 14: a database of their own with inventory.stock_notifications
 # on, as an application turns it on (a session cannot), set up as bench is
 # for case 4.
+# notify_db DB SQL: creates DB with the extension and the notifications on,
+# then runs SQL there; its case 14 SKU, NOTE-1, is one unit taken and given back
+notify_db() {
+	inv_log "creating the $1 database, with inventory.stock_notifications on"
+	inv_as_pg createdb "$1" &&
+		inv_as_pg psql -X -q -At -v ON_ERROR_STOP=1 -d "$1" >/dev/null <<SQL
+CREATE EXTENSION inventory;
+ALTER DATABASE $1 SET inventory.default_ttl = '1d';
+ALTER DATABASE $1 SET inventory.stock_notifications = on;
+SELECT inventory.restock('NOTE-1', 1, 'stock-note');
+$2
+SQL
+}
 NOTIFY_DB=bench_n
 psql_n() { inv_as_pg psql -X -q -At -v ON_ERROR_STOP=1 -d "$NOTIFY_DB" "$@"; }
 if want 4n || want 14; then
-	inv_log "creating the $NOTIFY_DB database, with inventory.stock_notifications on"
-	inv_as_pg createdb "$NOTIFY_DB"
-	psql_n >/dev/null <<SQL || inv_die "set-up of the $NOTIFY_DB database failed"
-CREATE EXTENSION inventory;
-ALTER DATABASE $NOTIFY_DB SET inventory.default_ttl = '1d';
-ALTER DATABASE $NOTIFY_DB SET inventory.stock_notifications = on;
--- case 4n: the same stock as HOT-1
-SELECT inventory.restock('HOT-N', 1000000000000, 'stock-hot-n');
--- case 14: one unit, taken and given back
-SELECT inventory.restock('NOTE-1', 1, 'stock-note');
-SQL
+	# case 4n: the same stock as HOT-1
+	notify_db "$NOTIFY_DB" "SELECT inventory.restock('HOT-N', 1000000000000, 'stock-hot-n');" ||
+		inv_die "set-up of the $NOTIFY_DB database failed"
 fi
 
 # The cases of the throughput targets, run again in rounds (see "rounds")
@@ -1014,14 +1019,8 @@ if want 14b; then
 	db14b=bench_nb
 	psql_nb() { inv_as_pg psql -X -q -At -v ON_ERROR_STOP=1 -d "$db14b" "$@"; }
 	inv_log "case 14b: LISTEN inventory_stock, $NOTIFY_FLIPS flips, while the worker clears $NOTIFY_BACKLOG overdue reservations"
-	inv_as_pg createdb "$db14b"
-	psql_nb >/dev/null <<SQL || error "case 14b: set-up of the $db14b database failed"
-CREATE EXTENSION inventory;
-ALTER DATABASE $db14b SET inventory.default_ttl = '1d';
-ALTER DATABASE $db14b SET inventory.stock_notifications = on;
-SELECT inventory.restock('NOTE-1', 1, 'stock-note');
-SELECT inventory.restock('EXP-N', $NOTIFY_BACKLOG, 'stock-exp-n');
-SQL
+	notify_db "$db14b" "SELECT inventory.restock('EXP-N', $NOTIFY_BACKLOG, 'stock-exp-n');" ||
+		error "case 14b: set-up of the $db14b database failed"
 	sql "ALTER SYSTEM SET inventory.worker_enabled = off" >/dev/null
 	sql "SELECT pg_reload_conf()" >/dev/null
 	for _ in $(seq 100); do

@@ -322,7 +322,7 @@ WorkerRound(void)
 	Reconciler	reconciler;
 	ReconcileOrder *orders = NULL;
 	int			norders = 0;
-	TimestampTz began = GetCurrentTimestamp();
+	TimestampTz began = 0;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -370,6 +370,7 @@ WorkerRound(void)
 		if (!inv_stock_notifications || expire_rows <= 0 || expire_rows > inv_expire_batch)
 			expire_rows = inv_expire_batch;
 		pgstat_report_activity(STATE_RUNNING, "inventory: expiring overdue reservations");
+		began = GetCurrentTimestamp();
 		expired = ExpireOverdue(expire_rows, &expire_from);
 		backlog = expired >= expire_rows;
 		if (!backlog)
@@ -379,6 +380,7 @@ WorkerRound(void)
 	CommitTransactionCommand();
 	if (!reconciling && inv_stock_notifications && expired > 0)
 	{
+		/* the batch and its commit, not the key filter's first reading */
 		long		ms = TimestampDifferenceMilliseconds(began, GetCurrentTimestamp());
 
 		if (ms > EXPIRE_BATCH_MS)
