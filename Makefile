@@ -9,6 +9,7 @@ EXTENSION = inventory inventory_router
 MODULE_big = inventory
 OBJS = \
 	src/init.o \
+	src/fault.o \
 	src/api/api.o \
 	src/api/args.o \
 	src/api/batch.o \
@@ -24,12 +25,16 @@ OBJS = \
 	src/worker/express_writer.o \
 	src/worker/launcher.o \
 	src/worker/worker.o \
+	src/maintenance/reconcile.o \
+	src/maintenance/reconciler.o \
+	src/enforce/ask_fence.o \
 	src/enforce/publication.o \
 	src/enforce/restore.o \
 	src/enforce/rules.o \
 	src/enforce/trigger.o \
 	src/enforce/utility.o \
 	src/xact/pending.o \
+	src/shmem/asks.o \
 	src/shmem/cache.o \
 	src/shmem/cache_notify.o \
 	src/shmem/cache_restore.o \
@@ -44,10 +49,9 @@ OBJS = \
 	src/tables/ledger_row.o \
 	src/tables/ledger_table.o \
 	src/tables/maintenance.o \
-	src/tables/reconcile.o \
-	src/tables/reconciler.o \
 	src/tables/restore_state.o \
 	src/tables/markers.o \
+	src/tables/sandbox.o \
 	src/tables/sku_row.o \
 	src/tables/stmt.o \
 	src/types/state.o \
@@ -59,6 +63,11 @@ DATA = $(wildcard inventory--*.sql) $(wildcard inventory_router--*.sql)
 # Warnings are errors.  PostgreSQL's own headers and fmgr conventions trip
 # -Wunused-parameter and -Wmissing-field-initializers, so those stay off.
 PG_CPPFLAGS = -I$(srcdir)/src
+
+# A build for the tests: faults injected on purpose (src/fault.h).
+ifdef INVENTORY_FAULTS
+PG_CPPFLAGS += -DINV_FAULT_INJECTION
+endif
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 
 TESTCONF = $(srcdir)/test/inventory.conf
@@ -75,13 +84,18 @@ ISOLATION = $(sort $(basename $(notdir $(wildcard specs/*.spec))))
 ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=$(TESTCONF)
 PGTAP_TESTS = $(sort $(wildcard $(srcdir)/test/pgtap/*.sql))
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
-EXTRA_CLEAN = tmp_check_pgtap
+EXTRA_CLEAN = tmp_check_pgtap .build-flags
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h) .build-flags
+
+# a build with other flags (INVENTORY_FAULTS) compiles everything again
+.build-flags: FORCE
+	@echo '$(PG_CPPFLAGS)' | cmp -s - $@ || echo '$(PG_CPPFLAGS)' > $@
+.PHONY: FORCE
 
 # pgTAP is part of the quick tier (its prerequisite: it runs first)
 ifneq ($(strip $(PGTAP_TESTS)),)

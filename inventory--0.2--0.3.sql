@@ -25,7 +25,8 @@ CREATE FUNCTION inventory.reserve_now(sku text, qty bigint, order_id text,
 									  ttl interval DEFAULT NULL,
 									  buyer_id text DEFAULT NULL)
 	RETURNS text
-	AS 'MODULE_PATHNAME', 'inventory_reserve_now' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+	AS 'MODULE_PATHNAME', 'inventory_reserve_now' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
 COMMENT ON FUNCTION inventory.reserve_now(text, bigint, text, integer, interval, text) IS
 	'reserve() in a commit of its own, shared with other callers and durable when it answers; outside a transaction block only; answers the status';
 
@@ -242,12 +243,26 @@ GRANT EXECUTE ON FUNCTION inventory.restore_finish(), inventory.restore_abandon(
 -- Asking before expiring: the reconciler
 ------------------------------------------------------------------------------
 
-CREATE FUNCTION inventory.set_reconciler(fn regprocedure) RETURNS void
+CREATE FUNCTION inventory.set_reconciler(fn regprocedure,
+										  timeout interval DEFAULT NULL,
+										  retry interval DEFAULT NULL,
+										  max_asks integer DEFAULT NULL,
+										  max_wait interval DEFAULT NULL)
+	RETURNS void
 	AS 'MODULE_PATHNAME', 'inventory_set_reconciler' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION inventory.set_reconciler(regprocedure) IS
-	'names the function (order_id text, batch_id integer) RETURNS text that the expiry asks about each overdue order: confirm, cancel, expire or wait; NULL removes it';
-REVOKE EXECUTE ON FUNCTION inventory.set_reconciler(regprocedure) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION inventory.set_reconciler(regprocedure) TO inventory_admin;
+COMMENT ON FUNCTION inventory.set_reconciler(regprocedure, interval, interval, integer, interval) IS
+	'names the function (order_id text, batch_id integer) RETURNS text that the expiry asks, as its owner, about each overdue order: confirm, cancel, expire or wait; with its timing (NULL: the server''s setting, also its cap); NULL removes it';
+REVOKE EXECUTE ON FUNCTION inventory.set_reconciler(regprocedure, interval, interval, integer, interval)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.set_reconciler(regprocedure, interval, interval, integer, interval)
+TO inventory_admin;
+
+CREATE FUNCTION inventory.stop_worker() RETURNS boolean
+	AS 'MODULE_PATHNAME', 'inventory_stop_worker' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION inventory.stop_worker() IS
+	'ends the background worker serving this database now, if one does (true): a reconciler that does not return ends with it, its ask counted as failed';
+REVOKE EXECUTE ON FUNCTION inventory.stop_worker() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.stop_worker() TO inventory_admin;
 
 CREATE TABLE inventory.reconcile_wait (
 	order_id text COLLATE "C" PRIMARY KEY,
@@ -264,7 +279,7 @@ COMMENT ON COLUMN inventory.reconcile_wait.first_asked IS 'when it was first ask
 COMMENT ON COLUMN inventory.reconcile_wait.next_ask IS 'when it is asked again';
 COMMENT ON COLUMN inventory.reconcile_wait.last_answer IS 'wait, or why the last ask failed';
 REVOKE ALL ON inventory.reconcile_wait FROM PUBLIC;
-GRANT SELECT ON inventory.reconcile_wait TO inventory_admin, inventory_monitor;
+GRANT SELECT ON inventory.reconcile_wait TO inventory_admin;
 
 CREATE VIEW inventory.reconcile_waiting AS
 SELECT w.order_id, pg_catalog.count(*) AS lines, pg_catalog.sum(l.qty)::bigint AS units,
@@ -283,11 +298,11 @@ COMMENT ON COLUMN inventory.reconcile_waiting.asks IS 'asks so far; at inventory
 COMMENT ON COLUMN inventory.reconcile_waiting.next_ask IS 'when it is asked again';
 COMMENT ON COLUMN inventory.reconcile_waiting.last_answer IS 'wait, or why the last ask failed';
 REVOKE ALL ON inventory.reconcile_waiting FROM PUBLIC;
-GRANT SELECT ON inventory.reconcile_waiting TO inventory_admin, inventory_monitor;
+GRANT SELECT ON inventory.reconcile_waiting TO inventory_admin;
 
 CREATE FUNCTION inventory.reconcile_stats(
 	OUT datname name, OUT confirmed bigint, OUT cancelled bigint, OUT expired bigint,
-	OUT waited bigint, OUT failed bigint)
+	OUT waited bigint, OUT failed bigint, OUT refused bigint)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'inventory_reconcile_stats' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION inventory.reconcile_stats() IS
@@ -300,7 +315,8 @@ COMMENT ON COLUMN inventory.reconcile_stats.confirmed IS 'overdue reservations c
 COMMENT ON COLUMN inventory.reconcile_stats.cancelled IS 'overdue reservations cancelled as it answered';
 COMMENT ON COLUMN inventory.reconcile_stats.expired IS 'overdue reservations expired: as it answered, or once asked enough';
 COMMENT ON COLUMN inventory.reconcile_stats.waited IS 'overdue reservations it answered wait for (once per ask)';
-COMMENT ON COLUMN inventory.reconcile_stats.failed IS 'overdue reservations it could not be asked about: an error, a timeout, no usable answer (once per ask)';
+COMMENT ON COLUMN inventory.reconcile_stats.failed IS 'overdue reservations it could not be asked about: an error, a timeout, no usable answer, an ask ended by force (once per ask)';
+COMMENT ON COLUMN inventory.reconcile_stats.refused IS 'overdue reservations it was not asked about because its function breaks a rule of the reconciler (once per ask; counted in failed too)';
 REVOKE ALL ON inventory.reconcile_stats FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION inventory.reconcile_stats() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.reconcile_stats() TO inventory_admin, inventory_monitor;

@@ -889,40 +889,68 @@ $$;
 COMMENT ON FUNCTION inventory._reconciler_check_all(text) IS
 	'the reconciler function as every node resolves it; the error of a node that does not answer or lacks it';
 
-CREATE FUNCTION inventory._set_reconciler_all(fn text)
+CREATE FUNCTION inventory._set_reconciler_all(fn text, timeout interval, retry interval,
+												max_asks integer, max_wait interval)
 	RETURNS SETOF integer
 	LANGUAGE plproxy
 	AS $$
 	CLUSTER 'inventory_cluster';
 	RUN ON ALL;
-	SELECT 1 FROM inventory.set_reconciler(fn::regprocedure);
+	SELECT 1 FROM inventory.set_reconciler(fn::regprocedure, timeout, retry, max_asks, max_wait);
 $$;
-COMMENT ON FUNCTION inventory._set_reconciler_all(text) IS 'set_reconciler() on every node';
+COMMENT ON FUNCTION inventory._set_reconciler_all(text, interval, interval, integer, interval) IS
+	'set_reconciler() on every node';
 
 -- set_reconciler() on every node, by the function's signature: first
 -- every node is asked (reading only) whether it answers and has the
 -- function, so that a node that is down fails the call before anything
 -- is set.
-CREATE FUNCTION inventory.set_reconciler(fn text) RETURNS void
+CREATE FUNCTION inventory.set_reconciler(fn text,
+										  timeout interval DEFAULT NULL,
+										  retry interval DEFAULT NULL,
+										  max_asks integer DEFAULT NULL,
+										  max_wait interval DEFAULT NULL)
+	RETURNS void
 	LANGUAGE plpgsql
 	AS $$
 BEGIN
 	PERFORM inventory._reconciler_check_all(fn);
-	PERFORM inventory._set_reconciler_all(fn);
+	PERFORM inventory._set_reconciler_all(fn, timeout, retry, max_asks, max_wait);
 END
 $$;
-COMMENT ON FUNCTION inventory.set_reconciler(text) IS
-	'set_reconciler() on every node, by the function''s signature (text: each node resolves it); fails, having set nothing, when a node does not answer or lacks the function; NULL removes it';
+COMMENT ON FUNCTION inventory.set_reconciler(text, interval, interval, integer, interval) IS
+	'set_reconciler() on every node, by the function''s signature (text: each node resolves it), with the same timing; fails, having set nothing, when a node does not answer or lacks the function; NULL removes it';
+
+-- stop_worker() on every node
+CREATE FUNCTION inventory._stop_worker_all()
+	RETURNS SETOF boolean
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON ALL;
+	SELECT inventory.stop_worker();
+$$;
+COMMENT ON FUNCTION inventory._stop_worker_all() IS 'stop_worker() on every node';
+
+CREATE FUNCTION inventory.stop_worker() RETURNS boolean
+	LANGUAGE sql
+	AS $$ SELECT coalesce(pg_catalog.bool_or(s), false) FROM inventory._stop_worker_all() s $$;
+COMMENT ON FUNCTION inventory.stop_worker() IS
+	'stop_worker() on every node: ends the background worker serving each node''s database now, if one does (true if any did)';
 
 REVOKE EXECUTE ON FUNCTION
 	inventory._reconciler_check_all(text),
-	inventory._set_reconciler_all(text),
-	inventory.set_reconciler(text)
+	inventory._set_reconciler_all(text, interval, interval, integer, interval),
+	inventory.set_reconciler(text, interval, interval, integer, interval),
+	inventory._stop_worker_all(),
+	inventory.stop_worker()
 FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
 	inventory._reconciler_check_all(text),
-	inventory._set_reconciler_all(text),
-	inventory.set_reconciler(text)
+	inventory._set_reconciler_all(text, interval, interval, integer, interval),
+	inventory.set_reconciler(text, interval, interval, integer, interval),
+	inventory._stop_worker_all(),
+	inventory.stop_worker()
 TO inventory_admin;
 
 ------------------------------------------------------------------------------

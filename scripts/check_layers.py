@@ -11,12 +11,14 @@ layers, top to bottom (CONTRIBUTING.md says what each one is):
 
     init            src/init.c: _PG_init
     api, worker     the SQL-callable functions; the background processes
+    maintenance     expiry's asks of a reconciler: who is asked, and how
     enforce         the trigger, the rules, restores, the utility hook
     xact            a transaction's pending changes
     shmem           shared memory: the cache, escrow, key filter, pool
     tables          the extension's tables: catalog, rows, scans, SQL
     types           the inventory.state type
-    (inventory.h)   limits shared by every layer
+    (inventory.h)   limits shared by every layer; fault.c, faults a test
+                    build injects
 
 A module may include its own layer's headers and those of the layers below.
 Prints TAP: one test per module, then one for the cycles.  Usage:
@@ -26,8 +28,8 @@ import os
 import re
 import sys
 
-LAYERS = [("init",), ("api", "worker"), ("enforce",), ("xact",), ("shmem",),
-          ("tables",), ("types",), ("inventory",)]
+LAYERS = [("init",), ("api", "worker"), ("maintenance",), ("enforce",), ("xact",), ("shmem",),
+          ("tables",), ("types",), ("inventory", "fault")]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -66,14 +66,16 @@ inv_as_pg() {
 }
 
 # Build with warnings as errors, and install (root, or sudo without a
-# password); otherwise say what to run.
+# password); otherwise say what to run.  INV_MAKE_FLAGS, if set, are given
+# to make: scripts/test.sh builds with INVENTORY_FAULTS=1 (src/fault.h).
 inv_build_install() {
 	inv_log "building the extension"
-	make -s -C "$INV_TOP" >/dev/null || inv_die "make failed"
+	# shellcheck disable=SC2086
+	make -s -C "$INV_TOP" ${INV_MAKE_FLAGS:-} >/dev/null || inv_die "make failed"
 	if [ "$(id -u)" -eq 0 ]; then
-		make -s -C "$INV_TOP" install >/dev/null || inv_die "make install failed"
+		make -s -C "$INV_TOP" ${INV_MAKE_FLAGS:-} install >/dev/null || inv_die "make install failed"
 	elif sudo -n true 2>/dev/null; then
-		sudo make -s -C "$INV_TOP" install >/dev/null || inv_die "make install failed"
+		sudo make -s -C "$INV_TOP" ${INV_MAKE_FLAGS:-} install >/dev/null || inv_die "make install failed"
 	elif ! cmp -s "$INV_TOP/inventory.so" "$(pg_config --pkglibdir)/inventory.so"; then
 		inv_die "the built extension is not installed; run: sudo make -C $INV_TOP install"
 	fi

@@ -21,6 +21,9 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/tally.sh"
 
+# a build for the tests, with its faults injected on purpose (src/fault.h);
+# the benchmark's and the demo's smoke runs below use it too
+export INV_MAKE_FLAGS=INVENTORY_FAULTS=1
 # the drivers' suites: psycopg 3 and node-postgres (npm, below)
 inv_setup python3-psycopg nodejs
 

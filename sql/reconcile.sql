@@ -1,23 +1,35 @@
 -- the reconciler: the expiry asks the application before it settles an
--- overdue order, and a late confirm is the application's answer too
+-- overdue order, and a late confirm is the application's answer too.  The
+-- shop's role owns its schema and its reconciler; an administrator with
+-- that role's rights sets it and runs the expiry; the application
+-- reserves.  Each connects as itself.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
 RESET client_min_messages;
 \set VERBOSITY default
 
-SELECT ok FROM inventory.restock('RCN-CUP', 100, 'rcn-delivery');
+CREATE ROLE regress_shop IN ROLE inventory_app;
+CREATE ROLE regress_shop_admin LOGIN IN ROLE inventory_admin, regress_shop;
+CREATE ROLE regress_shop_app LOGIN IN ROLE inventory_app;
+CREATE ROLE regress_shop_monitor LOGIN IN ROLE inventory_monitor;
+CREATE ROLE regress_other;
+CREATE SCHEMA shop AUTHORIZATION regress_shop;
+-- more than an application role has, so that the fence shows
+GRANT SELECT, UPDATE ON inventory.ledger TO regress_shop;
 
 -- the application's payments, and its answer from them; every ask logged
-CREATE SCHEMA shop;
+-- with the role it ran as
+\c - regress_shop_admin
+SET ROLE regress_shop;
 CREATE TABLE shop.payments (order_id text PRIMARY KEY, state text NOT NULL);
-CREATE TABLE shop.asked (order_id text, batch_id integer);
+CREATE TABLE shop.asked (order_id text, batch_id integer, asked_as name);
 CREATE FUNCTION shop.paid(order_id text, batch_id integer) RETURNS text
-	LANGUAGE plpgsql SET search_path = shop, pg_catalog
+	LANGUAGE plpgsql SET search_path = pg_catalog, shop, pg_temp
 	AS $$
 DECLARE
 	s text := (SELECT p.state FROM payments p WHERE p.order_id = paid.order_id);
 BEGIN
-	INSERT INTO asked VALUES (order_id, batch_id);
+	INSERT INTO asked VALUES (order_id, batch_id, current_user);
 	CASE s
 		WHEN 'paid' THEN RETURN 'confirm';
 		WHEN 'failed' THEN RETURN 'cancel';
@@ -26,59 +38,129 @@ BEGIN
 		WHEN 'unknown' THEN RETURN NULL;
 		WHEN 'odd' THEN RETURN 'Confirm';
 		WHEN 'broken' THEN RETURN (1 / 0)::text;
+		WHEN 'verbose' THEN RAISE EXCEPTION 'gateway said: %', repeat('é', 2000);
 		WHEN 'slow' THEN PERFORM pg_sleep(10); RETURN 'confirm';
-		WHEN 'sneaky-api' THEN PERFORM inventory.restock('RCN-CUP', 1000, 'rcn-sneaky'); RETURN 'confirm';
+		WHEN 'stubborn' THEN
+			BEGIN
+				PERFORM pg_sleep(10);
+			EXCEPTION WHEN query_canceled THEN
+				RETURN 'confirm';
+			END;
+		WHEN 'sneaky-api' THEN PERFORM inventory.reserve('RCN-CUP', 1, 'rcn-sneaky'); RETURN 'confirm';
 		WHEN 'sneaky-dml' THEN UPDATE inventory.ledger l SET state = 'CONFIRMED' WHERE l.order_id = paid.order_id; RETURN 'cancel';
+		WHEN 'sneaky-read' THEN RETURN (SELECT pg_catalog.count(*)::text FROM inventory.ledger);
+		WHEN 'sneaky-lock' THEN LOCK TABLE inventory.ledger IN ACCESS EXCLUSIVE MODE; RETURN 'confirm';
 		ELSE RETURN 'expire';
 	END CASE;
 END
 $$;
+RESET ROLE;
+SELECT ok FROM inventory.restock('RCN-CUP', 100, 'rcn-delivery');
 
 -- what cannot be a reconciler
+\c - postgres
 CREATE FUNCTION shop.no_path(order_id text, batch_id integer) RETURNS text
 	LANGUAGE sql RETURN 'confirm';
 CREATE FUNCTION shop.wrong_args(order_id text) RETURNS text
-	LANGUAGE sql SET search_path = shop RETURN 'confirm';
+	LANGUAGE sql SET search_path = pg_catalog, pg_temp RETURN 'confirm';
 CREATE FUNCTION shop.wrong_result(order_id text, batch_id integer) RETURNS boolean
-	LANGUAGE sql SET search_path = shop RETURN true;
+	LANGUAGE sql SET search_path = pg_catalog, pg_temp RETURN true;
+CREATE FUNCTION shop.superusers(order_id text, batch_id integer) RETURNS text
+	LANGUAGE sql SET search_path = pg_catalog, pg_temp RETURN 'wait';
+CREATE FUNCTION shop.catalog_later(order_id text, batch_id integer) RETURNS text
+	LANGUAGE sql SET search_path = shop, pg_catalog, pg_temp RETURN 'wait';
+CREATE FUNCTION shop.user_path(order_id text, batch_id integer) RETURNS text
+	LANGUAGE sql SET search_path = pg_catalog, "$user", pg_temp RETURN 'wait';
+CREATE FUNCTION shop.no_such_schema(order_id text, batch_id integer) RETURNS text
+	LANGUAGE sql SET search_path = pg_catalog, nowhere, pg_temp RETURN 'wait';
+CREATE FUNCTION shop.temp_first(order_id text, batch_id integer) RETURNS text
+	LANGUAGE sql SET search_path = pg_catalog, pg_temp, shop RETURN 'wait';
+CREATE FUNCTION shop.no_temp(order_id text, batch_id integer) RETURNS text
+	LANGUAGE sql SET search_path = pg_catalog, shop RETURN 'wait';
+CREATE FUNCTION shop.public_path(order_id text, batch_id integer) RETURNS text
+	LANGUAGE sql SET search_path = pg_catalog, public, pg_temp RETURN 'wait';
+ALTER FUNCTION shop.no_path(text, integer) OWNER TO regress_shop;
+ALTER FUNCTION shop.wrong_args(text) OWNER TO regress_shop;
+ALTER FUNCTION shop.wrong_result(text, integer) OWNER TO regress_shop;
+ALTER FUNCTION shop.catalog_later(text, integer) OWNER TO regress_shop;
+ALTER FUNCTION shop.user_path(text, integer) OWNER TO regress_shop;
+ALTER FUNCTION shop.no_such_schema(text, integer) OWNER TO regress_shop;
+ALTER FUNCTION shop.temp_first(text, integer) OWNER TO regress_shop;
+ALTER FUNCTION shop.no_temp(text, integer) OWNER TO regress_shop;
+ALTER FUNCTION shop.public_path(text, integer) OWNER TO regress_shop;
+CREATE FUNCTION pg_temp.temporary(order_id text, batch_id integer) RETURNS text
+	LANGUAGE sql SET search_path = pg_catalog, pg_temp RETURN 'wait';
+SELECT inventory.set_reconciler('pg_temp.temporary(text, integer)');
+-- a superuser's function, even for a superuser: whoever replaces it runs as one
+SELECT inventory.set_reconciler('shop.superusers(text, integer)');
+\c - regress_shop_admin
 SELECT inventory.set_reconciler('shop.no_path(text, integer)');
 SELECT inventory.set_reconciler('shop.wrong_args(text)');
 SELECT inventory.set_reconciler('shop.wrong_result(text, integer)');
 SELECT inventory.set_reconciler('shop.absent(text, integer)');
+SELECT inventory.set_reconciler('shop.superusers(text, integer)');
+SELECT inventory.set_reconciler('shop.catalog_later(text, integer)');
+SELECT inventory.set_reconciler('shop.user_path(text, integer)');
+SELECT inventory.set_reconciler('shop.no_such_schema(text, integer)');
+SELECT inventory.set_reconciler('shop.temp_first(text, integer)');
+SELECT inventory.set_reconciler('shop.no_temp(text, integer)');
+-- public belongs to pg_database_owner, not to the function's owner
+SELECT inventory.set_reconciler('shop.public_path(text, integer)');
+-- a schema on the path where another role may create objects
+\c - postgres
+GRANT CREATE ON SCHEMA shop TO regress_other;
+\c - regress_shop_admin
+SELECT inventory.set_reconciler('shop.paid(text, integer)');
+\c - postgres
+REVOKE CREATE ON SCHEMA shop FROM regress_other;
+-- timing beyond the server's caps, or not positive
+\c - regress_shop_admin
+SELECT inventory.set_reconciler('shop.paid(text, integer)', timeout => '1 minute');
+SELECT inventory.set_reconciler('shop.paid(text, integer)', max_asks => 1000);
+SELECT inventory.set_reconciler('shop.paid(text, integer)', max_wait => '2 days');
+SELECT inventory.set_reconciler('shop.paid(text, integer)', retry => '-1 s');
+SELECT inventory.set_reconciler('shop.paid(text, integer)', max_asks => 0);
 
--- the setting is the function inventory.reconciler, which calls it
+-- the setting is the function inventory.reconciler, which calls it, with
+-- the timing it was given as its defaults (NULL: the server's setting)
 SELECT inventory.set_reconciler('shop.paid(text, integer)');
-SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args,
-	   pg_get_function_result(p.oid) AS result, p.proowner::regrole = current_user::regrole AS owned_by_setter,
+SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
+	   pg_get_function_result(p.oid) AS result, p.proowner::regrole AS owner,
 	   obj_description(p.oid, 'pg_proc') LIKE '%shop.paid(text,integer)%' AS says_what
-  FROM pg_proc p WHERE p.oid = 'inventory.reconciler(text, integer)'::regprocedure;
-SELECT has_function_privilege('inventory_app', 'inventory.reconciler(text, integer)', 'EXECUTE') AS app_may_run_it;
+  FROM pg_proc p WHERE p.proname = 'reconciler';
+SELECT has_function_privilege('inventory_app', p.oid, 'EXECUTE') AS app_may_run_it
+  FROM pg_proc p WHERE p.proname = 'reconciler';
 -- setting it again replaces it
-SELECT inventory.set_reconciler('shop.paid(text, integer)');
+SELECT inventory.set_reconciler('shop.paid(text, integer)', retry => '1 minute');
 SELECT count(*) FROM pg_proc WHERE proname = 'reconciler';
 
 -- overdue reservations, one order per answer; a cart of three lines
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 SELECT 'rcn-' || s, 1, 'reserve', 'RCN-CUP', 1, now() - interval '1 minute'
   FROM unnest(ARRAY['paid', 'failed', 'abandoned', 'pending', 'unknown', 'odd', 'broken',
-					'sneaky-api', 'sneaky-dml']) s;
+					'verbose', 'sneaky-api', 'sneaky-dml', 'sneaky-read', 'sneaky-lock']) s;
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 SELECT 'rcn-cart', b, 'reserve', 'RCN-CUP', b, now() - interval '2 minutes' FROM generate_series(2, 4) b;
 INSERT INTO shop.payments
 SELECT 'rcn-' || s, s FROM unnest(ARRAY['paid', 'failed', 'abandoned', 'pending', 'unknown', 'odd',
-									  'broken', 'sneaky-api', 'sneaky-dml']) s;
+									  'broken', 'verbose', 'sneaky-api', 'sneaky-dml',
+									  'sneaky-read', 'sneaky-lock']) s;
 INSERT INTO shop.payments VALUES ('rcn-cart', 'paid');
 SELECT on_hand, reserved FROM inventory.stock WHERE sku = 'RCN-CUP';
 
--- one round asks each order once and settles as it answered
+-- one round asks each order once, as the function's owner, and settles as
+-- it answered; the extension's API and tables are closed to it
+\set VERBOSITY terse
 SELECT inventory.expire();
+\set VERBOSITY default
 SELECT order_id, string_agg(batch_id || ':' || state, ' ' ORDER BY batch_id) AS lines
   FROM inventory.ledger WHERE order_id LIKE 'rcn-%' AND kind = 'reserve'
  GROUP BY order_id ORDER BY order_id;
 -- the cart was asked about once, with its first line
-SELECT order_id, batch_id, count(*) FROM shop.asked GROUP BY 1, 2 ORDER BY 1, 2;
--- what waits, and why
-SELECT order_id, lines, units, asks, next_ask > now() AS later, last_answer
+SELECT order_id, batch_id, asked_as, count(*) FROM shop.asked GROUP BY 1, 2, 3 ORDER BY 1, 2;
+-- what waits, and why: an answer or an error kept to 200 bytes
+SELECT order_id, lines, units, asks, next_ask > now() + interval '50 seconds' AS later,
+	   left(last_answer, 90) AS last_answer, octet_length(last_answer) AS bytes
   FROM inventory.reconcile_waiting ORDER BY order_id;
 SELECT on_hand, reserved FROM inventory.stock WHERE sku = 'RCN-CUP';
 SELECT count(*) AS verify FROM inventory.verify();
@@ -89,24 +171,30 @@ SELECT inventory.expire();
 SELECT count(*) AS asked FROM shop.asked;
 
 -- its next ask due: asked again, and settled once the payment is known
+\c - postgres
 UPDATE inventory.reconcile_wait SET next_ask = now() - interval '1 second';
+\c - regress_shop_admin
 UPDATE shop.payments SET state = 'paid' WHERE order_id = 'rcn-pending';
 UPDATE shop.payments SET state = 'failed' WHERE order_id = 'rcn-unknown';
+\set VERBOSITY terse
 SELECT inventory.expire();
+\set VERBOSITY default
 SELECT order_id, state FROM inventory.ledger WHERE order_id IN ('rcn-pending', 'rcn-unknown') ORDER BY 1;
 SELECT order_id, asks FROM inventory.reconcile_wait ORDER BY 1;
 
--- asked enough: expired without asking
-SET inventory.reconcile_max_asks = 2;
+-- asked enough (max_asks of the setting): expired without asking
+SELECT inventory.set_reconciler('shop.paid(text, integer)', max_asks => 2);
+\c - postgres
 UPDATE inventory.reconcile_wait SET next_ask = now() - interval '1 second';
+\c - regress_shop_admin
 TRUNCATE shop.asked;
 SELECT inventory.expire();
 SELECT count(*) AS asked FROM shop.asked;
-SELECT order_id, state FROM inventory.ledger WHERE order_id IN ('rcn-odd', 'rcn-broken', 'rcn-sneaky-api', 'rcn-sneaky-dml') ORDER BY 1;
+SELECT order_id, state FROM inventory.ledger WHERE order_id LIKE 'rcn-%' AND state = 'PENDING' ORDER BY 1;
 SELECT count(*) AS waiting FROM inventory.reconcile_wait;
-RESET inventory.reconcile_max_asks;
 
--- overdue for longer than reconcile_max_wait: expired without asking
+-- overdue for longer than its max_wait: expired without asking
+SELECT inventory.set_reconciler('shop.paid(text, integer)', max_wait => '1 hour');
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 VALUES ('rcn-ancient', 1, 'reserve', 'RCN-CUP', 1, now() - interval '2 hours');
 INSERT INTO shop.payments VALUES ('rcn-ancient', 'paid');
@@ -115,67 +203,101 @@ SELECT inventory.expire();
 SELECT count(*) AS asked FROM shop.asked;
 SELECT state FROM inventory.ledger WHERE order_id = 'rcn-ancient';
 
--- an ask that takes longer than reconcile_timeout fails
-SET inventory.reconcile_timeout = '100ms';
+-- an ask that overruns its timeout fails, also when it catches the cancel
+-- and answers after it
+SELECT inventory.set_reconciler('shop.paid(text, integer)', timeout => '100ms');
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
-VALUES ('rcn-slow', 1, 'reserve', 'RCN-CUP', 1, now() - interval '1 minute');
-INSERT INTO shop.payments VALUES ('rcn-slow', 'slow');
+VALUES ('rcn-slow', 1, 'reserve', 'RCN-CUP', 1, now() - interval '1 minute'),
+	   ('rcn-stubborn', 1, 'reserve', 'RCN-CUP', 1, now() - interval '1 minute');
+INSERT INTO shop.payments VALUES ('rcn-slow', 'slow'), ('rcn-stubborn', 'stubborn');
+\set VERBOSITY terse
 SELECT inventory.expire();
-SELECT state FROM inventory.ledger WHERE order_id = 'rcn-slow';
-SELECT last_answer FROM inventory.reconcile_wait WHERE order_id = 'rcn-slow';
-RESET inventory.reconcile_timeout;
+\set VERBOSITY default
+SELECT order_id, state FROM inventory.ledger WHERE order_id IN ('rcn-slow', 'rcn-stubborn') ORDER BY 1;
+SELECT order_id, last_answer FROM inventory.reconcile_wait
+ WHERE order_id IN ('rcn-slow', 'rcn-stubborn') ORDER BY 1;
+
+-- the rules are checked again before every ask: a function given to a
+-- superuser (as pg_restore --no-owner does), or a schema on its path
+-- opened to others, is not asked; the order waits
+SELECT inventory.set_reconciler('shop.paid(text, integer)');
+\c - postgres
+UPDATE inventory.reconcile_wait SET next_ask = now() - interval '1 second';
+ALTER FUNCTION shop.paid(text, integer) OWNER TO postgres;
+\c - regress_shop_admin
+TRUNCATE shop.asked;
+SELECT inventory.expire();
+\c - postgres
+ALTER FUNCTION shop.paid(text, integer) OWNER TO regress_shop;
+GRANT CREATE ON SCHEMA shop TO PUBLIC;
+UPDATE inventory.reconcile_wait SET next_ask = now() - interval '1 second';
+\c - regress_shop_admin
+SELECT inventory.expire();
+SELECT count(*) AS asked FROM shop.asked;
+SELECT order_id, asks, last_answer FROM inventory.reconcile_wait ORDER BY 1;
+\c - postgres
+REVOKE CREATE ON SCHEMA shop FROM PUBLIC;
 
 -- a late confirm while a reconciler is set: the application's answer
+\c - regress_shop_app
 SELECT ok FROM inventory.reserve('RCN-CUP', 2, 'rcn-late');
+\c - regress_shop_admin
 UPDATE inventory.ledger SET expires_at = now() - interval '1 second' WHERE order_id = 'rcn-late';
+\c - regress_shop_app
 SELECT ok, status, state FROM inventory.confirm('rcn-late');
 SELECT ok, status, state FROM inventory.confirm('rcn-late');
 -- the state machine's rule holds for everyone else
+\c - regress_shop_admin
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 VALUES ('rcn-dml', 1, 'reserve', 'RCN-CUP', 1, now() - interval '1 minute');
 \set VERBOSITY terse
 UPDATE inventory.ledger SET state = 'CONFIRMED' WHERE order_id = 'rcn-dml';
 \set VERBOSITY default
 
+-- who may read the waits: the administrator, not the monitor (order ids,
+-- the application's errors); who may set it and stop the worker: the
+-- administrator, not the application
+\c - regress_shop_monitor
+SELECT count(*) FROM inventory.reconcile_wait;
+SELECT count(*) FROM inventory.reconcile_waiting;
+SELECT inventory.stop_worker();
+\c - regress_shop_app
+SELECT inventory.set_reconciler(NULL);
+SELECT inventory.stop_worker();
+\c - regress_shop_admin
+-- the workers are off here: there is no worker to stop
+SELECT inventory.stop_worker();
+
+-- who may set it: an administrator with the rights of the function's owner
+\c - postgres
+CREATE FUNCTION shop.others(order_id text, batch_id integer) RETURNS text
+	LANGUAGE sql SET search_path = pg_catalog, pg_temp RETURN 'wait';
+ALTER FUNCTION shop.others(text, integer) OWNER TO regress_other;
+\c - regress_shop_admin
+SELECT inventory.set_reconciler('shop.others(text, integer)');
+
 -- the function cannot go while it is the reconciler; with CASCADE, the setting goes with it
+SET ROLE regress_shop;
 DROP FUNCTION shop.paid(text, integer);
 DROP FUNCTION shop.paid(text, integer) CASCADE;
+RESET ROLE;
 SELECT count(*) FROM pg_proc WHERE proname = 'reconciler';
 
 -- no reconciler: a late confirm is told expired, the expiry asks nobody
+\c - regress_shop_app
 SELECT ok FROM inventory.reserve('RCN-CUP', 1, 'rcn-late-2');
+\c - regress_shop_admin
 UPDATE inventory.ledger SET expires_at = now() - interval '1 second' WHERE order_id = 'rcn-late-2';
+\c - regress_shop_app
 SELECT ok, status, state FROM inventory.confirm('rcn-late-2');
+\c - regress_shop_admin
 SELECT inventory.expire() >= 1 AS expired;
 SELECT state FROM inventory.ledger WHERE order_id = 'rcn-dml';
-
--- who may set it: an administrator with the rights of the function's owner
-CREATE ROLE regress_reconcile_admin IN ROLE inventory_admin;
-CREATE ROLE regress_reconcile_other;
-GRANT USAGE ON SCHEMA shop TO regress_reconcile_admin;
-CREATE FUNCTION shop.others(order_id text, batch_id integer) RETURNS text
-	LANGUAGE sql SET search_path = shop RETURN 'wait';
-ALTER FUNCTION shop.others(text, integer) OWNER TO regress_reconcile_other;
-CREATE FUNCTION shop.superusers(order_id text, batch_id integer) RETURNS text
-	LANGUAGE sql SET search_path = shop RETURN 'wait';
-CREATE FUNCTION shop.admins(order_id text, batch_id integer) RETURNS text
-	LANGUAGE sql SET search_path = shop RETURN 'wait';
-ALTER FUNCTION shop.admins(text, integer) OWNER TO regress_reconcile_admin;
-SET ROLE regress_reconcile_admin;
-SELECT inventory.set_reconciler('shop.others(text, integer)');
-SELECT inventory.set_reconciler('shop.superusers(text, integer)');
-SELECT inventory.set_reconciler('shop.admins(text, integer)');
-SELECT p.proowner::regrole FROM pg_proc p WHERE p.oid = 'inventory.reconciler(text, integer)'::regprocedure;
 SELECT inventory.set_reconciler(NULL);
-RESET ROLE;
-SELECT count(*) FROM pg_proc WHERE proname = 'reconciler';
--- not for the application's own role
-SET ROLE inventory_app;
-SELECT inventory.set_reconciler(NULL);
-RESET ROLE;
 
-DROP FUNCTION shop.admins(text, integer), shop.others(text, integer);
+\c - postgres
 SET client_min_messages = warning;
 DROP SCHEMA shop CASCADE;
 RESET client_min_messages;
-DROP ROLE regress_reconcile_admin, regress_reconcile_other;
+REVOKE ALL ON inventory.ledger FROM regress_shop;
+DROP ROLE regress_shop_admin, regress_shop_app, regress_shop_monitor, regress_shop, regress_other;

@@ -22,7 +22,10 @@
 #include "utils/guc.h"
 
 #include "enforce/utility.h"
+#include "fault.h"
 #include "inventory.h"
+#include "maintenance/reconcile.h"
+#include "shmem/asks.h"
 #include "shmem/cache.h"
 #include "shmem/cache_notify.h"
 #include "shmem/express.h"
@@ -30,7 +33,6 @@
 #include "shmem/metrics.h"
 #include "shmem/pool.h"
 #include "tables/ledger_row.h"
-#include "tables/reconcile.h"
 #include "worker/launcher.h"
 #include "worker/worker.h"
 #include "xact/pending.h"
@@ -54,6 +56,7 @@ InventoryShmemRequest(void)
 	size = add_size(size, KeyFilterShmemSize());
 	size = add_size(size, ExpressShmemSize());
 	size = add_size(size, MetricsShmemSize());
+	size = add_size(size, AsksShmemSize());
 	RequestAddinShmemSpace(size);
 	RequestNamedLWLockTranche("inventory", INV_NUM_LOCKS);
 }
@@ -69,6 +72,7 @@ InventoryShmemStartup(void)
 	KeyFilterShmemInit();
 	ExpressShmemInit();
 	MetricsShmemInit();
+	AsksShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -98,6 +102,7 @@ _PG_init(void)
 	UtilityInit();
 	WorkerInit();
 	ReconcileInit();
+	FaultInit();
 	MarkGUCPrefixReserved("inventory");
 
 	prev_shmem_request_hook = shmem_request_hook;

@@ -20,12 +20,12 @@
 #include "api/args.h"
 #include "inventory.h"
 #include "tables/ledger_row.h"
-#include "tables/reconciler.h"
+#include "tables/sandbox.h"
 
 void
 CheckWritable(const char *call)
 {
-	ReconcilerRefuse();
+	SandboxRefuse();
 	PreventCommandIfReadOnly(call);
 	PreventCommandDuringRecovery(call);
 }

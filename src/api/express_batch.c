@@ -5,14 +5,17 @@
  *
  * The writer never sleeps on a client: it takes the key's lock and the
  * buyer's lock only if they are free now, and reads the key's index dirty
- * for an insert in flight rather than wait on the unique index; an item
- * whose key or buyer is busy goes back to its caller, who waits for it in
- * its own backend (reserve_now.c) and queues again.  The caller's hold is
+ * for an insert in flight, whose transaction it waits for only if it has
+ * ended, rather than wait on the unique index; an item whose key or buyer
+ * is busy goes back to its caller, who waits for it in its own backend
+ * (reserve_now.c) and queues again.  Whatever else it waits for is bounded
+ * by the writer's lock_timeout (express_writer.c).  The caller's hold is
  * adopted by the batch's transaction just before the row that binds it
  * (xact/pending.c), so that the hold has one owner at every moment.
  */
 #include "postgres.h"
 
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 
 #include "api/api.h"
@@ -47,6 +50,7 @@ ExpressWriteItem(const ExpressItem *it, LedgerWriter *writer,
 	InvKey		key;
 	LedgerRow	m;
 	LedgerNew	n;
+	TransactionId xid;
 
 	memset(reply, 0, sizeof(ExpressReply));
 	if (!LedgerTryLockKey(it->order_id, it->order_len, it->batch_id))
@@ -61,11 +65,20 @@ ExpressWriteItem(const ExpressItem *it, LedgerWriter *writer,
 			Reply(reply, EXPRESS_REFUSED, "key_taken");
 			return;
 		}
-		if (TransactionIdIsValid(LedgerKeyInsertInFlight(it->order_id, it->order_len,
-														 it->batch_id)))
+		xid = LedgerKeyInsertInFlight(it->order_id, it->order_len, it->batch_id);
+		if (TransactionIdIsValid(xid))
 		{
-			Reply(reply, EXPRESS_KEY_BUSY, "");
-			return;
+			/* over just now, or its caller waits for it in its own backend */
+			if (!ConditionalXactLockTableWait(xid))
+			{
+				Reply(reply, EXPRESS_KEY_BUSY, "");
+				return;
+			}
+			if (LookUpKey(order_id, it->batch_id, &m))
+			{
+				Reply(reply, EXPRESS_REFUSED, "key_taken");
+				return;
+			}
 		}
 	}
 	if (it->max_per_buyer > 0)

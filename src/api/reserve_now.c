@@ -14,8 +14,13 @@
  * it), and answers reserve()'s status.  An item whose key or buyer the
  * writer found busy comes back; the caller waits for them here, where the
  * wait can be interrupted and is seen by the deadlock detector, and hands
- * the item over again.  When no writer can be had, the call reserves in
- * its own transaction, as reserve() does.
+ * the item over again.  An item that comes back twice, or whose caller
+ * itself holds what the writer found busy (a lock its own statement took),
+ * is reserved in the caller's own transaction, where PostgreSQL's lock
+ * queue orders it: a writer that never sleeps on a client could otherwise
+ * send it back for ever.  When no writer can be had, the call reserves in
+ * its own transaction too, as reserve() does, and commits with at least
+ * synchronous_commit = local, so that its ok is flushed as the writer's is.
  */
 #include "postgres.h"
 
@@ -27,6 +32,7 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -34,6 +40,7 @@
 #include "api/args.h"
 #include "api/outcome.h"
 #include "enforce/rules.h"
+#include "fault.h"
 #include "shmem/cache.h"
 #include "shmem/escrow.h"
 #include "shmem/express.h"
@@ -123,6 +130,17 @@ Replay(const LedgerRow *m, text *sku, int64 qty, text *order_id,
 	return inv_status_names[o.status];
 }
 
+/*
+ * The caller has read its reply: a written item's hold went with its row,
+ * so only the pin is left to give back.  Before anything that can fail.
+ */
+static void
+Answered(const ExpressReply *reply)
+{
+	if (reply->answer == EXPRESS_WRITTEN)
+		held_qty = 0;
+}
+
 /* Hands the caller's filled item to its writer and sleeps until answered. */
 static void
 HandOver(ExpressReply *reply)
@@ -130,36 +148,51 @@ HandOver(ExpressReply *reply)
 	int			lane = -1;
 	ExpressQueued queued;
 
+	/* no answer yet: an error before the reply leaves the hold the caller's */
+	memset(reply, 0, sizeof(ExpressReply));
+	reply->answer = EXPRESS_NO_WRITER;
+
 	/* from the queue to the answer, the hold is the writer's to adopt */
 	HOLD_INTERRUPTS();
 	queued = ExpressEnqueue(&lane);
 	if (queued == EXPRESS_NO_LANE)
 	{
 		RESUME_INTERRUPTS();
-		memset(reply, 0, sizeof(ExpressReply));
-		reply->answer = EXPRESS_NO_WRITER;
 		return;
 	}
-	if (queued == EXPRESS_START_WRITER)
+	PG_TRY();
 	{
-		bool		started = false;
+		if (queued == EXPRESS_START_WRITER)
+		{
+			bool		started = false;
 
-		PG_TRY();
-		{
-			started = ExpressStartWriter(lane);
+			PG_TRY();
+			{
+				started = ExpressStartWriter(lane);
+				INV_FAULT("express-after-start");
+			}
+			PG_CATCH();
+			{
+				if (!started)
+					ExpressWriterNotStarted(lane);
+				ExpressSleep(reply);
+				PG_RE_THROW();
+			}
+			PG_END_TRY();
+			if (!started)
+				ExpressWriterNotStarted(lane);
 		}
-		PG_CATCH();
-		{
-			ExpressWriterNotStarted(lane);
-			ExpressSleep(reply);
-			RESUME_INTERRUPTS();
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		if (!started)
-			ExpressWriterNotStarted(lane);
+		ExpressSleep(reply);
 	}
-	ExpressSleep(reply);
+	PG_CATCH();
+	{
+		/* the reply, if one came, says whose the hold is now */
+		Answered(reply);
+		RESUME_INTERRUPTS();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	Answered(reply);
 	RESUME_INTERRUPTS();
 }
 
@@ -179,8 +212,11 @@ LedgerOwner(void)
 }
 
 /*
- * No writer: the reservation is made in the caller's transaction, as
- * reserve() makes it, and as the role reserve()'s SECURITY DEFINER runs as.
+ * No writer, or one that cannot write the item: the reservation is made in
+ * the caller's transaction, as reserve() makes it, and as the role
+ * reserve()'s SECURITY DEFINER runs as.  The statement commits it, and an
+ * ok is as durable as the writer's: at least synchronous_commit = local
+ * for this transaction (a stronger setting is kept).
  */
 static const char *
 ReserveInOwnTransaction(text *sku, int64 qty, text *order_id, int32 batch_id,
@@ -191,11 +227,40 @@ ReserveInOwnTransaction(text *sku, int64 qty, text *order_id, int32 batch_id,
 	Outcome		o;
 
 	ExpressCountFallback();
+	if (synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH)
+		(void) set_config_option("synchronous_commit", "local",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(LedgerOwner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	ReserveAlone(sku, qty, order_id, batch_id, expires_at, NULL, buyer_id, &o);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	return inv_status_names[o.status];
+}
+
+/*
+ * Does the caller itself hold what the writer found busy?  Its own
+ * statement may have taken the key's lock (a confirm of the same key), the
+ * buyer's (a refused reserve_many) or a lock on the ledger that a waiting
+ * ALTER TABLE queues behind: waiting for it here would return at once, and
+ * the writer would find it busy again.
+ */
+static bool
+CallerHoldsBusy(ExpressAnswer answer, text *sku, text *order_id,
+				int32 batch_id, text *buyer_id)
+{
+	switch (answer)
+	{
+		case EXPRESS_KEY_BUSY:
+			return LedgerKeyLockHeld(VARDATA_ANY(order_id),
+									 VARSIZE_ANY_EXHDR(order_id), batch_id);
+		case EXPRESS_BUYER_BUSY:
+			return RulesBuyerLockHeld(sku, buyer_id);
+		case EXPRESS_TABLE_BUSY:
+			return LedgerLockHeld();
+		default:
+			return false;
+	}
 }
 
 static void
@@ -231,19 +296,31 @@ WriteThroughLane(text *sku, int64 qty, text *order_id, int32 batch_id,
 				 TimestampTz now, TimestampTz expires_at, text *buyer_id,
 				 int64 max_per_buyer)
 {
+	int			sent_back = 0;
+
 	for (;;)
 	{
 		ExpressReply reply;
 		LedgerRow	m;
 
+		CHECK_FOR_INTERRUPTS();
 		FillItem(ExpressMyItem(), sku, qty, order_id, batch_id, now, expires_at,
 				 buyer_id, max_per_buyer);
 		HandOver(&reply);
+		if ((reply.answer == EXPRESS_KEY_BUSY ||
+			 reply.answer == EXPRESS_BUYER_BUSY ||
+			 reply.answer == EXPRESS_TABLE_BUSY) &&
+			(++sent_back > 1 ||
+			 CallerHoldsBusy(reply.answer, sku, order_id, batch_id, buyer_id)))
+		{
+			GiveBack();
+			return ReserveInOwnTransaction(sku, qty, order_id, batch_id,
+										   expires_at, buyer_id);
+		}
 		switch (reply.answer)
 		{
 			case EXPRESS_WRITTEN:
-				/* the hold went with the row: only the pin is left */
-				held_qty = 0;
+				/* the hold went with the row (Answered): only the pin is left */
 				ExpressWaitDurable(reply.lsn);
 				GiveBack();
 				return "ok";

@@ -319,7 +319,7 @@ inventory_verify_status(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-#define RECONCILE_STATS_COLS 6
+#define RECONCILE_STATS_COLS 7
 
 /* What the reconcilers' answers did, in every database the workers serve. */
 PG_FUNCTION_INFO_V1(inventory_reconcile_stats);
@@ -347,6 +347,7 @@ inventory_reconcile_stats(PG_FUNCTION_ARGS)
 		vals[3] = Int64GetDatum(c->expired);
 		vals[4] = Int64GetDatum(c->waited);
 		vals[5] = Int64GetDatum(c->failed);
+		vals[6] = Int64GetDatum(c->refused);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, nulls);
 	}
 	return (Datum) 0;

@@ -131,6 +131,18 @@ RulesReleaseBuyer(text *sku, text *buyer_id)
 	LockRelease(&tag, ExclusiveLock, false);
 }
 
+/* Does this transaction hold the buyer's lock? */
+bool
+RulesBuyerLockHeld(text *sku, text *buyer_id)
+{
+	LOCKTAG		tag;
+
+	if (buyer_id == NULL)
+		return false;
+	BuyerLockTag(&tag, sku, buyer_id);
+	return LockHeldByMe(&tag, ExclusiveLock);
+}
+
 /* Waits until the buyer's lock is free, then lets it go. */
 void
 RulesWaitForBuyer(text *sku, text *buyer_id)

@@ -16,6 +16,7 @@ extern bool RulesAdmitBuyer(text *sku, text *buyer_id, int64 qty,
 							int64 limit, int64 *holding, bool *took_lock);
 extern bool RulesTryAdmitBuyer(text *sku, text *buyer_id, int64 qty,
 							   int64 limit, bool *busy);
+extern bool RulesBuyerLockHeld(text *sku, text *buyer_id);
 extern void RulesWaitForBuyer(text *sku, text *buyer_id);
 extern void RulesLockBuyer(text *sku, text *buyer_id);
 extern void RulesReleaseBuyer(text *sku, text *buyer_id);

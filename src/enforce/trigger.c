@@ -41,7 +41,7 @@
 #include "tables/ledger_row.h"
 #include "tables/ledger_table.h"
 #include "tables/maintenance.h"
-#include "tables/reconciler.h"
+#include "tables/sandbox.h"
 #include "tables/stmt.h"
 #include "types/state.h"
 #include "xact/pending.h"
@@ -696,7 +696,7 @@ inventory_enforce(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("inventory.enforce() guards only inventory.sku and inventory.ledger")));
 	ledger = (relid == cat->ledger_rel);
-	ReconcilerRefuse();
+	SandboxRefuse();
 
 	/*
 	 * A subscription's workers copy and apply another server's rows: its

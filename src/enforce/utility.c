@@ -6,8 +6,9 @@
  *   before the COPY runs and checked when it has loaded every row.
  * - DROP DATABASE, ALTER DATABASE ... RENAME or SET TABLESPACE and
  *   CREATE DATABASE ... TEMPLATE need a database without connections: a
- *   worker in it is sent away, and none is sent there until the statement
- *   is over.
+ *   worker and an express writer in it are sent away, and none is sent
+ *   there until the statement is over -- once the statement has passed
+ *   PostgreSQL's privilege checks, so that one refused disturbs nothing.
  * - CREATE EXTENSION inventory is refused when the workers serve as many
  *   databases as they can track; once it, or DROP EXTENSION inventory (or
  *   DROP SCHEMA inventory CASCADE), commits, a worker looks at the database
@@ -29,22 +30,30 @@
 #include "access/genam.h"
 #include "access/table.h"
 #include "catalog/indexing.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_trigger.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
+#include "commands/tablespace.h"
+#include "miscadmin.h"
 #include "commands/trigger.h"
 #include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
 #include "parser/parse_func.h"
 #include "storage/ipc.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
+#include "enforce/ask_fence.h"
 #include "enforce/publication.h"
 #include "enforce/restore.h"
 #include "enforce/utility.h"
@@ -53,6 +62,7 @@
 #include "shmem/pool.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+static object_access_hook_type prev_object_access_hook = NULL;
 
 /* the database this backend's statement pauses, until it ends */
 static Oid	paused_db = InvalidOid;
@@ -63,7 +73,10 @@ static void
 ResumeAtExit(int code, Datum arg)
 {
 	if (OidIsValid(paused_db))
+	{
 		PoolResume(paused_db);
+		ExpressResume(paused_db);
+	}
 	paused_db = InvalidOid;
 }
 
@@ -76,7 +89,7 @@ Pause(Oid dboid)
 		exit_hook_registered = true;
 	}
 	PoolPause(dboid);
-	ExpressDismissWriter(dboid);
+	ExpressPause(dboid);
 	paused_db = dboid;
 }
 
@@ -84,7 +97,10 @@ static void
 Resume(void)
 {
 	if (OidIsValid(paused_db))
+	{
 		PoolResume(paused_db);
+		ExpressResume(paused_db);
+	}
 	paused_db = InvalidOid;
 }
 
@@ -103,32 +119,119 @@ OptionString(List *options, const char *name)
 	return NULL;
 }
 
-/* The database a statement needs without connections, if any. */
+/* As dbcommands.c's have_createdb_privilege(), which is static. */
+static bool
+HasCreatedb(void)
+{
+	HeapTuple	tup;
+	bool		result;
+
+	if (superuser())
+		return true;
+	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(GetUserId()));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	result = ((Form_pg_authid) GETSTRUCT(tup))->rolcreatedb;
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/* Is the database a template (pg_database.datistemplate)? */
+static bool
+IsTemplate(Oid dboid)
+{
+	HeapTuple	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dboid));
+	bool		result;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	result = ((Form_pg_database) GETSTRUCT(tup))->datistemplate;
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/*
+ * The database that a statement needs without connections and will be
+ * allowed to take: PostgreSQL's own checks of the statement (ownership,
+ * CREATEDB, a template, a name that is free, a tablespace it may use) are
+ * repeated here first, so that one that is refused disturbs no worker and
+ * no writer.  DROP DATABASE is paused from the object access hook instead,
+ * where dropdb() calls it after its ownership check (DropDatabaseHook).
+ */
 static Oid
 DatabaseToPause(Node *stmt)
 {
-	const char *name = NULL;
+	Oid			dboid = InvalidOid;
 
 	switch (nodeTag(stmt))
 	{
-		case T_DropdbStmt:
-			name = ((DropdbStmt *) stmt)->dbname;
-			break;
 		case T_CreatedbStmt:
-			name = OptionString(((CreatedbStmt *) stmt)->options, "template");
-			break;
+			{
+				CreatedbStmt *c = (CreatedbStmt *) stmt;
+				const char *name = OptionString(c->options, "template");
+
+				if (name == NULL || !HasCreatedb() ||
+					OidIsValid(get_database_oid(c->dbname, true)))
+					break;
+				dboid = get_database_oid(name, true);
+				if (OidIsValid(dboid) && !IsTemplate(dboid) &&
+					!pg_database_ownercheck(dboid, GetUserId()))
+					dboid = InvalidOid;
+				break;
+			}
 		case T_AlterDatabaseStmt:
-			if (OptionString(((AlterDatabaseStmt *) stmt)->options, "tablespace"))
-				name = ((AlterDatabaseStmt *) stmt)->dbname;
-			break;
+			{
+				AlterDatabaseStmt *a = (AlterDatabaseStmt *) stmt;
+				const char *space = OptionString(a->options, "tablespace");
+				Oid			spcoid;
+
+				if (space == NULL)
+					break;
+				dboid = get_database_oid(a->dbname, true);
+				spcoid = get_tablespace_oid(space, true);
+				if (!OidIsValid(dboid) || dboid == MyDatabaseId ||
+					!pg_database_ownercheck(dboid, GetUserId()) ||
+					!OidIsValid(spcoid) ||
+					pg_tablespace_aclcheck(spcoid, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+					dboid = InvalidOid;
+				break;
+			}
 		case T_RenameStmt:
-			if (((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
-				name = ((RenameStmt *) stmt)->subname;
-			break;
+			{
+				RenameStmt *r = (RenameStmt *) stmt;
+
+				if (r->renameType != OBJECT_DATABASE)
+					break;
+				dboid = get_database_oid(r->subname, true);
+				if (!OidIsValid(dboid) || dboid == MyDatabaseId ||
+					!pg_database_ownercheck(dboid, GetUserId()) || !HasCreatedb() ||
+					OidIsValid(get_database_oid(r->newname, true)))
+					dboid = InvalidOid;
+				break;
+			}
 		default:
 			break;
 	}
-	return name ? get_database_oid(name, true) : InvalidOid;
+	return dboid;
+}
+
+/*
+ * dropdb() calls the drop hook of the database after its ownership check
+ * and before it waits for the database's connections to end: the workers
+ * and the writer are sent away here, and come back when the statement
+ * ends (InvProcessUtility).  A template or the current database is
+ * refused just after, so neither is paused.
+ */
+static void
+DropDatabaseHook(ObjectAccessType access, Oid classId, Oid objectId,
+				 int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access == OAT_DROP && classId == DatabaseRelationId &&
+		!OidIsValid(paused_db) && objectId != MyDatabaseId &&
+		!IsTemplate(objectId))
+		Pause(objectId);
 }
 
 static bool
@@ -350,6 +453,7 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	bool		publishing = MayChangePublishing(stmt);
 	bool		unwritable = publishing && PublicationsBreakTables();
 
+	AskFenceCheckUtility(stmt);
 	if (IsCreateInventory(stmt))
 		PoolCheckRoom();
 	if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_INDEX)
@@ -373,6 +477,9 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	/* the database DROP DATABASE paused, from DropDatabaseHook */
+	if (IsA(stmt, DropdbStmt) && OidIsValid(paused_db))
+		paused = paused_db;
 	Resume();
 	if (IsA(stmt, DropdbStmt) && OidIsValid(paused))
 	{
@@ -394,4 +501,7 @@ UtilityInit(void)
 {
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = InvProcessUtility;
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = DropDatabaseHook;
+	AskFenceInit();
 }

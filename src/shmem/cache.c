@@ -89,7 +89,7 @@
 #include "shmem/pool.h"
 #include "tables/catalog.h"
 #include "tables/ledger_table.h"
-#include "tables/reconciler.h"
+#include "tables/sandbox.h"
 #include "tables/restore_state.h"
 
 InvShared  *inv_cache = NULL;
@@ -432,7 +432,7 @@ CacheRestoringHere(void)
 InvEntry *
 CacheEntryGet(const InvKey *key)
 {
-	ReconcilerRefuse();
+	SandboxRefuse();
 	if (inv_cache == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -42,7 +42,13 @@
  * with a write barrier between, and read by the caller after it has seen
  * that state, with a read barrier between.
  * express->last_commit, an atomic, is the latest commit LSN of any writer;
- * it only grows.
+ * it only grows.  A writer raises it in its commit callback, before its
+ * transaction's locks are released, so that whoever waited on one of them
+ * finds the commit there.
+ * express->held (the databases where no writer may start now: paused by a
+ * statement that needs the database without connections, or whose last
+ * writer failed to start less than a second ago) is protected by
+ * express->mutex too.
  */
 #include "postgres.h"
 
@@ -65,6 +71,7 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
+#include "fault.h"
 #include "shmem/express.h"
 
 #define SLOT_IDLE		0
@@ -98,11 +105,30 @@ typedef struct ExpressLane
 	int64		failed;
 } ExpressLane;
 
+/*
+ * A database where no writer may start now: its callers reserve in their
+ * own transactions, where every wait can be ended, instead of sleeping on
+ * a writer that cannot connect.
+ */
+typedef struct ExpressHeld
+{
+	Oid			dboid;			/* InvalidOid: the entry is free */
+	int			pauses;			/* statements that need it without connections */
+	TimestampTz retry_at;		/* a writer failed to start: none before this */
+} ExpressHeld;
+
+/* databases held at once; a full table holds no more (they start writers) */
+#define EXPRESS_HELD_DBS	64
+
+/* how long after a writer failed to start its database's calls fall back */
+#define EXPRESS_START_RETRY_MS	1000
+
 typedef struct ExpressShared
 {
 	slock_t		mutex;
 	pg_atomic_uint64 last_commit;	/* XLogRecPtr */
 	pg_atomic_uint64 fallbacks;
+	ExpressHeld held[EXPRESS_HELD_DBS];
 	ExpressSlot slots[FLEXIBLE_ARRAY_MEMBER];	/* then the lanes */
 } ExpressShared;
 
@@ -164,6 +190,7 @@ ExpressShmemInit(void)
 	SpinLockInit(&express->mutex);
 	pg_atomic_init_u64(&express->last_commit, InvalidXLogRecPtr);
 	pg_atomic_init_u64(&express->fallbacks, 0);
+	memset(express->held, 0, sizeof(express->held));
 	for (int i = 0; i < ExpressSlotCount(); i++)
 	{
 		pg_atomic_init_u32(&express->slots[i].state, SLOT_IDLE);
@@ -172,6 +199,59 @@ ExpressShmemInit(void)
 	memset(lanes, 0, inv_max_express_writers * sizeof(ExpressLane));
 	for (int i = 0; i < inv_max_express_writers; i++)
 		lanes[i].head = lanes[i].tail = -1;
+}
+
+/* ---- databases where no writer may start ---- */
+
+/*
+ * The entry of dboid, or if make a free one for it (one whose hold has
+ * ended by now); the mutex is held.
+ */
+static ExpressHeld *
+HeldEntry(Oid dboid, bool make, TimestampTz now)
+{
+	ExpressHeld *free_entry = NULL;
+
+	for (int i = 0; i < EXPRESS_HELD_DBS; i++)
+	{
+		ExpressHeld *h = &express->held[i];
+
+		if (h->dboid == dboid)
+			return h;
+		if (make && free_entry == NULL &&
+			(h->dboid == InvalidOid || (h->pauses == 0 && h->retry_at <= now)))
+			free_entry = h;
+	}
+	if (free_entry != NULL)
+	{
+		free_entry->dboid = dboid;
+		free_entry->pauses = 0;
+		free_entry->retry_at = 0;
+	}
+	return free_entry;
+}
+
+/* May a writer start for the database at now?  The mutex is held. */
+static bool
+WriterMayStart(Oid dboid, TimestampTz now)
+{
+	ExpressHeld *h = HeldEntry(dboid, false, now);
+
+	return h == NULL || (h->pauses == 0 && h->retry_at <= now);
+}
+
+/* A writer for dboid could not be started, or died before it could write. */
+static void
+NoteStartFailed(Oid dboid)
+{
+	ExpressHeld *h;
+	TimestampTz now = GetCurrentTimestamp();
+
+	SpinLockAcquire(&express->mutex);
+	h = HeldEntry(dboid, true, now);
+	if (h != NULL)
+		h->retry_at = TimestampTzPlusMilliseconds(now, EXPRESS_START_RETRY_MS);
+	SpinLockRelease(&express->mutex);
 }
 
 /* ---- callers ---- */
@@ -203,6 +283,7 @@ ExpressEnqueue(int *lane)
 	ExpressLane *l = NULL;
 	ExpressQueued result = EXPRESS_QUEUED;
 	Latch	   *wake = NULL;
+	TimestampTz now = GetCurrentStatementStartTimestamp();
 
 	slot->next = -1;
 	SpinLockAcquire(&express->mutex);
@@ -215,7 +296,7 @@ ExpressEnqueue(int *lane)
 			break;
 		}
 	}
-	if (l == NULL)
+	if (l == NULL && WriterMayStart(MyDatabaseId, now))
 	{
 		for (int i = 0; i < inv_max_express_writers; i++)
 		{
@@ -313,6 +394,7 @@ GiveUpLane(int lane, Oid dboid, pid_t writer)
 void
 ExpressWriterNotStarted(int lane)
 {
+	NoteStartFailed(MyDatabaseId);
 	GiveUpLane(lane, MyDatabaseId, 0);
 }
 
@@ -360,6 +442,7 @@ ExpressSleep(ExpressReply *reply)
 		/* the others are woken even if the flush fails: they flush again */
 		PG_TRY();
 		{
+			INV_FAULT("express-flush");
 			if (!XLogRecPtrIsInvalid(reply->lsn))
 				XLogFlush(reply->lsn);
 		}
@@ -447,6 +530,20 @@ ExpressCountFallback(void)
 
 /* ---- writers ---- */
 
+/*
+ * A writer's transaction has committed at lsn: called from its commit
+ * callback, before its locks are released (ExpressFlushCommitted).
+ */
+void
+ExpressPublishCommit(XLogRecPtr lsn)
+{
+	uint64		seen = pg_atomic_read_u64(&express->last_commit);
+
+	while (seen < lsn &&
+		   !pg_atomic_compare_exchange_u64(&express->last_commit, &seen, lsn))
+		;
+}
+
 /* The writer of the lane starts: false if the lane is no longer its. */
 bool
 ExpressWriterAttach(int lane, Oid dboid)
@@ -513,24 +610,32 @@ ExpressWriterMayLeave(int lane)
  * answers the items it had taken itself.
  */
 void
-ExpressWriterDetach(int lane, Oid dboid)
+ExpressWriterDetach(int lane, Oid dboid, bool attached)
 {
+	if (!attached)
+		NoteStartFailed(dboid);
 	GiveUpLane(lane, dboid, MyProcPid);
 }
 
 /*
  * A statement needs the database without connections (DROP DATABASE and
- * the like): its writer, if it has one, is asked to leave.  Its callers
- * are connections too, so none is queued.
+ * the like): its writer, if it has one, is asked to leave, and none starts
+ * until ExpressResume(), so that a caller never sleeps on a writer that
+ * waits to connect.  Its callers are connections too, so none is queued.
  */
 void
-ExpressDismissWriter(Oid dboid)
+ExpressPause(Oid dboid)
 {
 	pid_t		pid = 0;
+	ExpressHeld *h;
+	TimestampTz now = GetCurrentTimestamp();
 
 	if (express == NULL)
 		return;
 	SpinLockAcquire(&express->mutex);
+	h = HeldEntry(dboid, true, now);
+	if (h != NULL)
+		h->pauses++;
 	for (int i = 0; i < inv_max_express_writers; i++)
 	{
 		if (lanes[i].dboid == dboid)
@@ -541,6 +646,20 @@ ExpressDismissWriter(Oid dboid)
 		kill(pid, SIGTERM);
 }
 
+void
+ExpressResume(Oid dboid)
+{
+	ExpressHeld *h;
+
+	if (express == NULL)
+		return;
+	SpinLockAcquire(&express->mutex);
+	h = HeldEntry(dboid, false, 0);
+	if (h != NULL && h->pauses > 0)
+		h->pauses--;
+	SpinLockRelease(&express->mutex);
+}
+
 const ExpressItem *
 ExpressItemOf(int slot)
 {
@@ -549,17 +668,21 @@ ExpressItemOf(int slot)
 
 /*
  * Answers one taken item of the lane at once: an item that failed alone,
- * or one that a leaving writer did not write.
+ * one sent back after a lock it waited for too long, or one that a leaving
+ * writer did not write.
  */
 void
 ExpressReplyTo(int lane, int slot, const ExpressReply *reply)
 {
 	ExpressSlot *s = &express->slots[slot];
 
-	if (reply->answer == EXPRESS_FAILED)
+	if (reply->answer != EXPRESS_NO_WRITER)
 	{
 		SpinLockAcquire(&express->mutex);
-		lanes[lane].failed++;
+		if (reply->answer == EXPRESS_FAILED)
+			lanes[lane].failed++;
+		else
+			lanes[lane].sent_back++;
 		SpinLockRelease(&express->mutex);
 	}
 
@@ -598,15 +721,6 @@ ExpressAnswerBatch(int lane, const int *slots, const ExpressReply *replies,
 				 replies[i].answer == EXPRESS_TABLE_BUSY)
 			sent_back++;
 	}
-	if (!XLogRecPtrIsInvalid(commit_lsn))
-	{
-		uint64		seen = pg_atomic_read_u64(&express->last_commit);
-
-		while (seen < commit_lsn &&
-			   !pg_atomic_compare_exchange_u64(&express->last_commit, &seen, commit_lsn))
-			;
-	}
-
 	SpinLockAcquire(&express->mutex);
 	if (rows > 0)
 	{

@@ -101,8 +101,10 @@ extern int	ExpressSlotCount(void);
 extern bool ExpressWriterAttach(int lane, Oid dboid);
 extern int	ExpressTakeQueue(int lane, int *items, int max_items);
 extern bool ExpressWriterMayLeave(int lane);
-extern void ExpressWriterDetach(int lane, Oid dboid);
-extern void ExpressDismissWriter(Oid dboid);
+extern void ExpressPublishCommit(XLogRecPtr lsn);
+extern void ExpressWriterDetach(int lane, Oid dboid, bool attached);
+extern void ExpressPause(Oid dboid);
+extern void ExpressResume(Oid dboid);
 extern const ExpressItem *ExpressItemOf(int slot);
 extern void ExpressReplyTo(int lane, int slot, const ExpressReply *reply);
 extern void ExpressAnswerBatch(int lane, const int *slots, const ExpressReply *replies,

@@ -509,6 +509,27 @@ PoolPause(Oid dboid)
 		kill(pid, SIGTERM);
 }
 
+/*
+ * Ends the worker that serves the database now, if one does: true if one
+ * was told to.  Its ask of a reconciler, if it was in one, counts as
+ * failed (maintenance/reconcile.c).
+ */
+bool
+PoolStopWorker(Oid dboid)
+{
+	PoolDb	   *db;
+	bool		stopped = false;
+
+	if (pool == NULL)
+		return false;
+	LWLockAcquire(pool->lock, LW_SHARED);
+	db = FindDb(dboid);
+	if (db != NULL && db->slot >= 0 && pool->slots[db->slot].pid != 0)
+		stopped = kill(pool->slots[db->slot].pid, SIGTERM) == 0;
+	LWLockRelease(pool->lock);
+	return stopped;
+}
+
 /* The database is gone (DROP DATABASE committed): forget it. */
 void
 PoolForget(Oid dboid)
@@ -960,6 +981,7 @@ PoolReconcileReport(const ReconcileCounts *c)
 		db->reconciled.expired += c->expired;
 		db->reconciled.waited += c->waited;
 		db->reconciled.failed += c->failed;
+		db->reconciled.refused += c->refused;
 	}
 	LWLockRelease(pool->lock);
 }

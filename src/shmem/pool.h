@@ -13,7 +13,16 @@
 #include "nodes/pg_list.h"
 #include "utils/hsearch.h"
 
-#include "tables/reconcile.h"
+/* reservations (ledger rows) by what the reconciler's answers did to them */
+typedef struct ReconcileCounts
+{
+	int64		confirmed;
+	int64		cancelled;
+	int64		expired;
+	int64		waited;			/* the reconciler answered wait */
+	int64		failed;			/* no answer it could use: they wait too */
+	int64		refused;		/* not asked: the function broke a rule */
+} ReconcileCounts;
 
 /* when nothing is due */
 #define POOL_NOTHING_DUE	DT_NOEND
@@ -37,6 +46,7 @@ extern void PoolProbeAtCommit(void);
 extern void PoolPause(Oid dboid);
 extern void PoolResume(Oid dboid);
 extern void PoolForget(Oid dboid);
+extern bool PoolStopWorker(Oid dboid);
 
 /* in the launcher */
 typedef struct PoolDbName

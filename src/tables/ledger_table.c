@@ -85,6 +85,16 @@ LedgerLockKey(const char *order_id, int len, int32 batch_id)
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
+/* Does this transaction hold the key's lock? */
+bool
+LedgerKeyLockHeld(const char *order_id, int len, int32 batch_id)
+{
+	LOCKTAG		tag;
+
+	KeyLockTag(&tag, order_id, len, batch_id);
+	return LockHeldByMe(&tag, ExclusiveLock);
+}
+
 /* The key's lock if it is free now, to the end of the transaction. */
 bool
 LedgerTryLockKey(const char *order_id, int len, int32 batch_id)
@@ -154,6 +164,21 @@ bool
 LedgerTryLockForInsert(void)
 {
 	return ConditionalLockRelationOid(InvGetCatalog()->ledger_rel, RowExclusiveLock);
+}
+
+/* Does this transaction hold a lock on the ledger, in any mode? */
+bool
+LedgerLockHeld(void)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, InvGetCatalog()->ledger_rel);
+	for (LOCKMODE mode = AccessShareLock; mode <= AccessExclusiveLock; mode++)
+	{
+		if (LockHeldByMe(&tag, mode))
+			return true;
+	}
+	return false;
 }
 
 /* Waits until the ledger's lock for inserts is free, then lets it go. */

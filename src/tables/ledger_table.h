@@ -33,6 +33,8 @@ typedef struct LedgerNew
 } LedgerNew;
 
 extern void LedgerLockKey(const char *order_id, int len, int32 batch_id);
+extern bool LedgerKeyLockHeld(const char *order_id, int len, int32 batch_id);
+extern bool LedgerLockHeld(void);
 extern bool LedgerTryLockKey(const char *order_id, int len, int32 batch_id);
 extern TransactionId LedgerKeyInsertInFlight(const char *order_id, int len,
 											 int32 batch_id);

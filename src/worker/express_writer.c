@@ -14,11 +14,23 @@
  * adopted go back to their callers' slots -- and written again without
  * the item that failed, whose caller alone gets the error.
  *
+ * The writer never waits without a bound: the locks of a key, a buyer and
+ * the ledger it takes only if they are free now (express_batch.c), and
+ * any other lock -- the unique index's wait for another session's insert
+ * of the same key, say -- within EXPRESS_LOCK_TIMEOUT, after which the
+ * batch is written again without that item, which goes back to its caller
+ * to wait in its own backend.  It checks for interrupts between batches
+ * and in every wait, so that pg_terminate_backend() ends it and a
+ * ProcSignalBarrier (DROP DATABASE waits for every process to absorb one)
+ * is absorbed while it idles.
+ *
  * A writer starts at the first call that finds its database without one
  * and leaves after inventory.express_idle_timeout without calls, so that a
  * sale never sees it start and stop.  However it leaves, it first answers
  * every item it has not written (EXPRESS_NO_WRITER: the caller reserves in
  * its own transaction), so that no caller sleeps on a writer that is gone.
+ * A writer that could not start or connect holds its database's callers in
+ * their own transactions for a second (shmem/express.c).
  */
 #include "postgres.h"
 
@@ -36,6 +48,7 @@
 #include "utils/snapmgr.h"
 
 #include "api/express_batch.h"
+#include "fault.h"
 #include "shmem/express.h"
 #include "tables/ledger_table.h"
 #include "worker/express_writer.h"
@@ -51,6 +64,14 @@ static ExpressReply *replies = NULL;
 /* the batch has committed at batch_lsn and is being answered */
 static bool batch_committed = false;
 static XLogRecPtr batch_lsn = InvalidXLogRecPtr;
+/* the writer has its lane: it connected to its database */
+static bool attached = false;
+
+/*
+ * The longest a batch waits for a lock that it cannot take conditionally;
+ * the item that waited goes back to its caller.
+ */
+#define EXPRESS_LOCK_TIMEOUT	"100ms"
 
 /*
  * Starts the writer of a lane that the caller has just taken for its
@@ -91,7 +112,7 @@ WriterExit(int code, Datum arg)
 		return;
 	memset(&reply, 0, sizeof(reply));
 	reply.answer = EXPRESS_NO_WRITER;
-	ExpressWriterDetach(my_lane, my_dboid);
+	ExpressWriterDetach(my_lane, my_dboid, attached);
 	/* a batch that committed is answered as such: its holds went with it */
 	if (batch_committed)
 		ExpressAnswerBatch(my_lane, batch, replies, nbatch, batch_lsn);
@@ -104,13 +125,39 @@ WriterExit(int code, Datum arg)
 	my_lane = -1;
 }
 
-/* The error of the item that failed, for its caller to raise. */
+/*
+ * The batch's commit is recorded: publish its LSN before the transaction's
+ * locks are released, so that a session waiting on a key's lock finds the
+ * commit to flush when it reads the row (ExpressFlushCommitted), and mark
+ * the batch committed, so that however the writer exits now its items are
+ * answered as written, their holds gone with their rows.
+ */
+static void
+WriterXactCallback(XactEvent event, void *arg)
+{
+	if (event != XACT_EVENT_COMMIT || nbatch == 0)
+		return;
+	batch_lsn = XactLastCommitEnd;
+	batch_committed = true;
+	ExpressPublishCommit(batch_lsn);
+}
+
+/*
+ * The error of the item that failed, for its caller to raise; a lock that
+ * it waited for too long sends it back to wait in its caller's backend.
+ */
 static void
 ReplyFailed(int slot, ErrorData *edata)
 {
 	ExpressReply reply;
 
 	memset(&reply, 0, sizeof(reply));
+	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+	{
+		reply.answer = EXPRESS_KEY_BUSY;
+		ExpressReplyTo(my_lane, slot, &reply);
+		return;
+	}
 	reply.answer = EXPRESS_FAILED;
 	reply.sqlerrcode = edata->sqlerrcode;
 	strlcpy(reply.message, edata->message ? edata->message : "", EXPRESS_TEXT_LEN);
@@ -137,8 +184,8 @@ WriteBatch(MemoryContext cxt)
 {
 	volatile int current = -1;
 	volatile int written = 0;
-	XLogRecPtr	lsn;
 
+	batch_committed = false;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PG_TRY();
@@ -182,12 +229,14 @@ WriteBatch(MemoryContext cxt)
 		AbortCurrentTransaction();
 		MemoryContextSwitchTo(cxt);
 
-		ereport(LOG,
-				(errmsg("inventory express writer: %s", edata->message),
-				 current >= 0 ?
-				 errdetail("The reservation of order \"%s\" failed alone; the others of its batch are written again.",
-						   ExpressItemOf(batch[current])->order_id) :
-				 errdetail("Every reservation of the batch failed.")));
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || current < 0)
+			ereport(LOG,
+					(errcode(edata->sqlerrcode),
+					 errmsg("the express writer could not write a batch: %s", edata->message),
+					 current >= 0 ?
+					 errdetail("The reservation of order \"%s\" failed alone; the others of its batch are written again.",
+							   ExpressItemOf(batch[current])->order_id) :
+					 errdetail("Every reservation of the batch failed.")));
 		if (current >= 0)
 		{
 			ReplyFailed(batch[current], edata);
@@ -207,10 +256,11 @@ WriteBatch(MemoryContext cxt)
 	}
 	PG_END_TRY();
 
-	lsn = written > 0 ? XactLastCommitEnd : InvalidXLogRecPtr;
-	batch_lsn = lsn;
-	batch_committed = true;
-	ExpressAnswerBatch(my_lane, batch, replies, nbatch, lsn);
+	/* the commit callback marked it committed, before any interrupt */
+	Assert(batch_committed);
+	INV_FAULT_PAUSE("express-writer-after-commit");
+	ExpressAnswerBatch(my_lane, batch, replies, nbatch,
+					   written > 0 ? batch_lsn : InvalidXLogRecPtr);
 	nbatch = 0;
 	batch_committed = false;
 	pgstat_report_activity(STATE_IDLE, NULL);
@@ -226,7 +276,7 @@ inventory_express_writer_main(Datum main_arg)
 
 	memcpy(&dboid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
 	/* from here on, however it exits, its callers are answered */
@@ -242,13 +292,16 @@ inventory_express_writer_main(Datum main_arg)
 	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("lock_timeout", EXPRESS_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("idle_in_transaction_session_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
 
 	if (!ExpressWriterAttach(lane, dboid))
 	{
 		my_lane = -1;			/* the lane was given up meanwhile */
 		proc_exit(0);
 	}
+	attached = true;
+	RegisterXactCallback(WriterXactCallback, NULL);
 
 	cxt = AllocSetContextCreate(TopMemoryContext, "inventory express writer",
 								ALLOCSET_DEFAULT_SIZES);
@@ -258,8 +311,7 @@ inventory_express_writer_main(Datum main_arg)
 
 	for (;;)
 	{
-		if (ShutdownRequestPending)
-			break;
+		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

@@ -61,8 +61,8 @@
 #include "shmem/keyfilter.h"
 #include "shmem/pool.h"
 #include "worker/worker.h"
+#include "maintenance/reconcile.h"
 #include "tables/maintenance.h"
-#include "tables/reconcile.h"
 #include "tables/stmt.h"
 
 /* the channel of LISTEN inventory_stock */
@@ -363,7 +363,8 @@ WorkerRound(void)
 	{
 		/* asked about after this transaction, in transactions of their own */
 		pgstat_report_activity(STATE_RUNNING, "inventory: asking the reconciler about overdue reservations");
-		norders = ReconcileCandidates(inv_expire_batch, RoundContext(), &orders, &backlog);
+		norders = ReconcileCandidates(&reconciler, inv_expire_batch, RoundContext(),
+									  &orders, &backlog);
 	}
 	else
 	{

@@ -10,17 +10,8 @@
 #include "datatype/timestamp.h"
 #include "utils/palloc.h"
 
-#include "tables/reconciler.h"
-
-/* reservations (ledger rows) by what became of them in a round */
-typedef struct ReconcileCounts
-{
-	int64		confirmed;
-	int64		cancelled;
-	int64		expired;
-	int64		waited;			/* the reconciler answered wait */
-	int64		failed;			/* no answer it could use: they wait too */
-} ReconcileCounts;
+#include "maintenance/reconciler.h"
+#include "shmem/pool.h"
 
 /*
  * Fewer asks than this per transaction, each a subtransaction: past 64,
@@ -38,8 +29,8 @@ typedef struct ReconcileOrder
 } ReconcileOrder;
 
 extern void ReconcileInit(void);
-extern int	ReconcileCandidates(int max, MemoryContext cxt, ReconcileOrder **orders,
-								bool *more);
+extern int	ReconcileCandidates(const Reconciler *r, int max, MemoryContext cxt,
+								ReconcileOrder **orders, bool *more);
 extern int	ReconcileOrders(const Reconciler *r, const ReconcileOrder *orders, int n,
 							TimestampTz deadline, ReconcileCounts *counts, int64 *settled);
 extern TimestampTz ReconcileDeadline(void);

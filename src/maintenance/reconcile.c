@@ -7,35 +7,49 @@
  * oldest due first (ReconcileCandidates), and asks the reconciler about
  * each once (a cart's lines together, with the first of their batch_ids),
  * at most RECONCILE_ASKS_PER_XACT in a transaction (ReconcileOrders; the
- * worker runs several, inventory.expire() one).  An ask runs
+ * worker runs several, inventory.expire() one, in its caller's session).
+ * An ask runs
  *
+ *	- only if the function still follows the rules (ReconcilerCheckTrust):
+ *	  a restore, an ALTER ... OWNER or a GRANT may have changed it since
+ *	  it was set.  A refusal is a failed ask, with a WARNING that names
+ *	  the rule;
  *	- in a subtransaction of its own, so that an error of the application's
  *	  code is a failed ask, not a failed round;
- *	- as the reconciler's owner, whose right to it is checked again first,
- *	  under SECURITY_RESTRICTED_OPERATION and a new GUC nest level, as
- *	  PostgreSQL runs index expressions in VACUUM and ANALYZE;
- *	- with inventory.reconcile_timeout armed: nothing else bounds a
- *	  statement in a background worker;
+ *	- as the function's owner -- the role whose code runs, never the role
+ *	  that set it nor the worker's -- under SECURITY_RESTRICTED_OPERATION
+ *	  and a new GUC nest level, as PostgreSQL runs index expressions in
+ *	  VACUUM; the extension's API and tables are refused to it (the cache,
+ *	  the trigger, enforce/ask_fence.c);
+ *	- within the reconciler's timeout: then its statement is cancelled,
+ *	  and whatever it answers the ask has failed; if it is still running
+ *	  ASK_GRACE_MS later (it caught the cancel), its process is ended by
+ *	  force, a FATAL that no PL/pgSQL block catches.  The ask is noted in
+ *	  shared memory as the process exits (shmem/asks.c), and the next
+ *	  round records it as a failed ask;
  *	- without a lock on the reservation: its rows are locked when the
  *	  answer is applied, FOR UPDATE SKIP LOCKED, and only those still
  *	  PENDING and overdue then are settled.  A buyer settling the same
  *	  reservation meanwhile wins; the answer then changes nothing.
  *
  * confirm, cancel and expire settle the order's overdue lines; wait, and a
- * failed ask (NULL, another answer, an error, the timeout), record in
- * inventory.reconcile_wait when to ask again.  An order asked
- * inventory.reconcile_max_asks times, or overdue for
- * inventory.reconcile_max_wait, is expired without asking.  Asking stops
- * for the round once inventory.reconcile_budget has been spent, so that a
- * slow reconciler leaves the worker free between rounds.
+ * failed ask (NULL, another answer, an error, the timeout, a refusal),
+ * record in inventory.reconcile_wait when to ask again, with the answer or
+ * the reason cut to ANSWER_MAX bytes.  An order asked max_asks times, or
+ * overdue for max_wait, is expired without asking.  Asking stops for the
+ * round once inventory.reconcile_budget has been spent, so that a slow
+ * reconciler leaves the worker free between rounds.
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -45,48 +59,25 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
+#include "maintenance/reconcile.h"
+#include "shmem/asks.h"
 #include "tables/catalog.h"
-#include "tables/reconcile.h"
+#include "tables/sandbox.h"
 #include "tables/stmt.h"
 
 /* settings */
-static int	inv_reconcile_timeout = 1000;	/* ms */
-static int	inv_reconcile_retry = 60;	/* s */
-static int	inv_reconcile_max_asks = 10;
-static int	inv_reconcile_max_wait = 3600;	/* s */
 static int	inv_reconcile_budget = 1000;	/* ms */
+
+/* how long a reconciler may run on past its timeout before it is ended */
+#define ASK_GRACE_MS	1000
+
+/* the most of an answer or a reason kept: in the table and the WARNING */
+#define ANSWER_MAX		200
 
 void
 ReconcileInit(void)
 {
-	DefineCustomIntVariable("inventory.reconcile_timeout",
-							"How long one ask of a reconciler may take.",
-							"An ask that takes longer is cancelled and counts as failed.",
-							&inv_reconcile_timeout,
-							1000, 1, INT_MAX,
-							PGC_SUSET, GUC_UNIT_MS,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("inventory.reconcile_retry",
-							"How long an order the reconciler answered wait for waits before it is asked again.",
-							NULL,
-							&inv_reconcile_retry,
-							60, 1, INT_MAX / 1000,
-							PGC_SUSET, GUC_UNIT_S,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("inventory.reconcile_max_asks",
-							"Asks about an overdue order before it is expired without asking.",
-							NULL,
-							&inv_reconcile_max_asks,
-							10, 1, 1000000,
-							PGC_SUSET, 0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("inventory.reconcile_max_wait",
-							"How long past its expires_at an order may wait for its reconciler before it is expired without asking.",
-							NULL,
-							&inv_reconcile_max_wait,
-							3600, 1, INT_MAX / 1000,
-							PGC_SUSET, GUC_UNIT_S,
-							NULL, NULL, NULL);
+	ReconcilerInit();
 	DefineCustomIntVariable("inventory.reconcile_budget",
 							"Time a round of the expiry spends asking a reconciler at most.",
 							"The orders left wait for the next round.",
@@ -119,11 +110,6 @@ static InvStmt overdue_orders = {
 	"  GROUP BY d.order_id, w.asks"
 	"  ORDER BY 3, 1 LIMIT $2",
 	2, {TIMESTAMPTZOID, INT8OID}
-};
-
-static InvStmt ask = {
-	"SELECT inventory.reconciler($1, $2)",
-	2, {TEXTOID, INT4OID}
 };
 
 /* an order's overdue lines still PENDING, locked unless a buyer holds them */
@@ -177,12 +163,23 @@ typedef enum Answer
 	ANSWER_CANCEL,
 	ANSWER_EXPIRE,
 	ANSWER_WAIT,
-	ANSWER_FAILED
+	ANSWER_FAILED,
+	ANSWER_REFUSED				/* the function broke a rule: not asked */
 } Answer;
 
-/* the ask's timeout: a cancel of the statement, told apart by this flag */
+/*
+ * The ask's timeouts: at the reconciler's timeout its statement is
+ * cancelled (told apart from another cancel by ask_timed_out); at the
+ * grace after it, its process is ended.
+ */
 static TimeoutId ask_timeout = MAX_TIMEOUTS;
+static TimeoutId ask_end_timeout = MAX_TIMEOUTS;
 static volatile sig_atomic_t ask_timed_out = false;
+
+/* the ask under way, noted in shared memory if the process exits in it */
+static bool asking = false;
+static AskEnded ask_now;
+static bool exit_callback_set = false;
 
 static void
 AskTimeoutHandler(void)
@@ -194,71 +191,151 @@ AskTimeoutHandler(void)
 }
 
 static void
-AskTimeoutArm(void)
+AskEndHandler(void)
 {
-	if (ask_timeout == MAX_TIMEOUTS)
-		ask_timeout = RegisterTimeout(USER_TIMEOUT, AskTimeoutHandler);
-	ask_timed_out = false;
-	enable_timeout_after(ask_timeout, inv_reconcile_timeout);
+	InterruptPending = true;
+	ProcDiePending = true;
+	SetLatch(MyLatch);
+}
+
+/* The process exits during an ask: the next round records it as failed. */
+static void
+AskEndedAtExit(int code, Datum arg)
+{
+	if (!asking)
+		return;
+	asking = false;
+	AsksNoteEnded(&ask_now);
+	ereport(LOG,
+			(errmsg("the reconciler of database %u was ended while asked about order \"%s\" (batch_id %d)",
+					ask_now.dboid, ask_now.order_id, ask_now.batch_id),
+			 errdetail("The ask counts as failed; the order is asked again after the reconciler's retry.")));
 }
 
 static void
-AskTimeoutDisarm(void)
+AskBegin(const char *order_id, int32 batch_id, int timeout_ms)
 {
+	if (!exit_callback_set)
+	{
+		before_shmem_exit(AskEndedAtExit, (Datum) 0);
+		exit_callback_set = true;
+	}
+	if (ask_timeout == MAX_TIMEOUTS)
+	{
+		ask_timeout = RegisterTimeout(USER_TIMEOUT, AskTimeoutHandler);
+		ask_end_timeout = RegisterTimeout(USER_TIMEOUT, AskEndHandler);
+	}
+	memset(&ask_now, 0, sizeof(ask_now));
+	ask_now.dboid = MyDatabaseId;
+	ask_now.batch_id = batch_id;
+	ask_now.started_at = GetCurrentTimestamp();
+	strlcpy(ask_now.order_id, order_id, sizeof(ask_now.order_id));
+	asking = true;
+	ask_timed_out = false;
+	enable_timeout_after(ask_timeout, timeout_ms);
+	enable_timeout_after(ask_end_timeout, timeout_ms + ASK_GRACE_MS);
+}
+
+/* The ask is over, however it ended; true if it overran its timeout. */
+static bool
+AskEnd(void)
+{
+	bool		overran = ask_timed_out;
+
+	disable_timeout(ask_end_timeout, false);
 	disable_timeout(ask_timeout, false);
-	/* fired as the answer came: the answer stands, the cancel is void */
-	if (ask_timed_out)
+	asking = false;
+	/* the cancel, if it fired and was not seen yet, was for the ask */
+	if (overran)
 		QueryCancelPending = false;
+	return overran;
+}
+
+/* A span of time, for a message: in seconds when it is whole ones. */
+static char *
+Span(int64 ms)
+{
+	return ms % 1000 == 0 ? psprintf("%lld s", (long long) (ms / 1000)) :
+		psprintf("%lld ms", (long long) ms);
+}
+
+/* s cut to at most ANSWER_MAX bytes, at a character boundary. */
+static char *
+Cut(const char *s)
+{
+	int			len = strlen(s);
+
+	if (len <= ANSWER_MAX)
+		return pstrdup(s);
+	len = pg_mbcliplen(s, len, ANSWER_MAX);
+	return psprintf("%.*s...", len, s);
+}
+
+/* Calls the reconciler's function: its answer, or NULL. */
+static char *
+CallReconciler(Oid target, Datum order_id, int32 batch_id)
+{
+	FmgrInfo	flinfo;
+	LOCAL_FCINFO(fcinfo, 2);
+	Datum		result;
+
+	fmgr_info(target, &flinfo);
+	InitFunctionCallInfoData(*fcinfo, &flinfo, 2, DEFAULT_COLLATION_OID, NULL, NULL);
+	fcinfo->args[0].value = order_id;
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = Int32GetDatum(batch_id);
+	fcinfo->args[1].isnull = false;
+	result = FunctionCallInvoke(fcinfo);
+	return fcinfo->isnull ? NULL : TextDatumGetCString(result);
 }
 
 /*
  * Asks the reconciler about one order: what it answered, and in *said its
- * answer or why the ask failed (in the caller's memory).
+ * answer or why the ask failed (in the caller's memory, cut to
+ * ANSWER_MAX bytes).
  */
 static Answer
-Ask(const Reconciler *r, Datum order_id, int32 batch_id, char **said)
+Ask(const Reconciler *r, const char *order, Datum order_id, int32 batch_id,
+	char **said)
 {
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	Oid			save_userid;
 	int			save_sec_context;
 	volatile Answer answer = ANSWER_FAILED;
+	volatile bool checked = false;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcontext);
 	PG_TRY();
 	{
-		Datum		values[2];
 		int			nestlevel;
+		char	   *got;
+		bool		overran;
+		Oid			owner = ReconcilerCheckTrust(r->target);
 
-		values[0] = order_id;
-		values[1] = Int32GetDatum(batch_id);
-		ReconcilerCheckTarget(r->target, r->owner);
-		SetUserIdAndSecContext(r->owner, save_sec_context |
+		checked = true;
+		SetUserIdAndSecContext(owner, save_sec_context |
 							   SECURITY_LOCAL_USERID_CHANGE |
 							   SECURITY_RESTRICTED_OPERATION);
 		nestlevel = NewGUCNestLevel();
-		ReconcilerSetRunning(true);
-		AskTimeoutArm();
-		InvStmtRun(&ask, values, NULL, false, 1);
-		AskTimeoutDisarm();
-		ReconcilerSetRunning(false);
+		SandboxSetAsking(true);
+		AskBegin(order, batch_id, ReconcilerTimeout(r));
+		got = CallReconciler(r->target, order_id, batch_id);
+		overran = AskEnd();
+		SandboxSetAsking(false);
 		AtEOXact_GUC(false, nestlevel);
 		SetUserIdAndSecContext(save_userid, save_sec_context);
-		if (SPI_processed == 1)
-		{
-			bool		isnull;
-			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-			MemoryContextSwitchTo(oldcontext);
-			*said = isnull ? NULL : TextDatumGetCString(d);
-		}
+		MemoryContextSwitchTo(oldcontext);
+		*said = got ? Cut(got) : NULL;
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
 
-		if (*said == NULL)
+		if (overran)
+			*said = psprintf("no answer within its timeout (%s)", Span(ReconcilerTimeout(r)));
+		else if (*said == NULL)
 			*said = pstrdup("no answer (NULL)");
 		else if (strcmp(*said, "confirm") == 0)
 			answer = ANSWER_CONFIRM;
@@ -274,11 +351,9 @@ Ask(const Reconciler *r, Datum order_id, int32 batch_id, char **said)
 	PG_CATCH();
 	{
 		ErrorData  *edata;
-		bool		timed_out = ask_timed_out;
+		bool		timed_out = AskEnd();
 
-		if (ask_timeout != MAX_TIMEOUTS)
-			disable_timeout(ask_timeout, false);
-		ReconcilerSetRunning(false);
+		SandboxSetAsking(false);
 		MemoryContextSwitchTo(oldcontext);
 		edata = CopyErrorData();
 		FlushErrorState();
@@ -286,6 +361,7 @@ Ask(const Reconciler *r, Datum order_id, int32 batch_id, char **said)
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
 		SetUserIdAndSecContext(save_userid, save_sec_context);
+
 		/*
 		 * This statement was cancelled (pg_cancel_backend, the caller's
 		 * statement_timeout): that is not the reconciler's answer.  Told
@@ -295,9 +371,15 @@ Ask(const Reconciler *r, Datum order_id, int32 batch_id, char **said)
 		if (!timed_out && edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
 			edata->funcname != NULL && strcmp(edata->funcname, "ProcessInterrupts") == 0)
 			ReThrowError(edata);
-		*said = timed_out ?
-			psprintf("no answer within inventory.reconcile_timeout (%d ms)", inv_reconcile_timeout) :
-			psprintf("an error: %s", edata->message);
+		if (!checked)
+		{
+			answer = ANSWER_REFUSED;
+			*said = psprintf("refused: %s", Cut(edata->message));
+		}
+		else
+			*said = timed_out ?
+				psprintf("no answer within its timeout (%s)", Span(ReconcilerTimeout(r))) :
+				psprintf("an error: %s", Cut(edata->message));
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
@@ -324,6 +406,7 @@ CountOf(ReconcileCounts *counts, Answer answer)
 			return &counts->expired;
 		case ANSWER_WAIT:
 			return &counts->waited;
+		case ANSWER_REFUSED:	/* and counted apart */
 		case ANSWER_FAILED:
 			break;
 	}
@@ -355,14 +438,14 @@ Settle(Answer answer, Datum order_id, TimestampTz now, bool waited)
 
 /* Records when to ask again; the order's overdue lines. */
 static int64
-Wait(Datum order_id, TimestampTz now, const char *said)
+Wait(const Reconciler *r, Datum order_id, TimestampTz now, const char *said)
 {
 	Datum		values[4];
 	bool		isnull;
 
 	values[0] = order_id;
 	values[1] = TimestampTzGetDatum(now);
-	values[2] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(now, (int64) inv_reconcile_retry * 1000));
+	values[2] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(now, ReconcilerRetry(r)));
 	values[3] = CStringGetTextDatum(said);
 	InvStmtRunAsOwner(&wait_order, values);
 	values[1] = TimestampTzGetDatum(now);
@@ -371,21 +454,54 @@ Wait(Datum order_id, TimestampTz now, const char *said)
 }
 
 /*
+ * Records the asks of this database that were ended by force (a
+ * reconciler that ran on past its timeout, or a worker stopped by
+ * inventory.stop_worker()) as failed asks, so that the process that takes
+ * over does not ask about those orders again before their retry.
+ */
+static void
+RecordEndedAsks(const Reconciler *r, TimestampTz now)
+{
+	AskEnded	ended[ASKS_ENDED_MAX];
+	ReconcileCounts counts = {0};
+	int			n = AsksTakeEnded(MyDatabaseId, ended, ASKS_ENDED_MAX);
+
+	for (int i = 0; i < n; i++)
+	{
+		const char *said = psprintf("ended by force: still running %s after its timeout (%s)",
+									Span(ASK_GRACE_MS), Span(ReconcilerTimeout(r)));
+
+		ereport(WARNING,
+				(errmsg("the reconciler of database \"%s\" was ended while asked about order \"%s\" (batch_id %d)",
+						get_database_name(MyDatabaseId), ended[i].order_id, ended[i].batch_id),
+				 errdetail("The order waits, and is asked again in %s; it is expired after %lld asks.",
+						   Span(ReconcilerRetry(r)), (long long) ReconcilerMaxAsks(r))));
+		counts.failed += Wait(r, CStringGetTextDatum(ended[i].order_id), now, said);
+	}
+	if (n > 0)
+		PoolReconcileReport(&counts);
+}
+
+/*
  * The overdue orders to ask about, oldest due first, at most max, in cxt;
  * *more when there are others.  Forgets first the waits of orders settled
- * since.  In the caller's transaction, with an active snapshot.
+ * since, and records the asks ended by force.  In the caller's
+ * transaction, with an active snapshot.
  */
 int
-ReconcileCandidates(int max, MemoryContext cxt, ReconcileOrder **orders, bool *more)
+ReconcileCandidates(const Reconciler *r, int max, MemoryContext cxt,
+					ReconcileOrder **orders, bool *more)
 {
 	Datum		values[2];
 	int			spi;
 	int			n;
 	ReconcileOrder *o;
+	TimestampTz now = GetCurrentStatementStartTimestamp();
 
 	spi = InvSpiConnect();
 	InvStmtRunAsOwner(&forget_settled, NULL);
-	values[0] = TimestampTzGetDatum(GetCurrentStatementStartTimestamp());
+	RecordEndedAsks(r, now);
+	values[0] = TimestampTzGetDatum(now);
 	values[1] = Int64GetDatum((int64) max + 1);
 	n = (int) InvStmtRun(&overdue_orders, values, NULL, false, 0);
 	*more = n > max;
@@ -433,23 +549,26 @@ ReconcileOrders(const Reconciler *r, const ReconcileOrder *orders, int n,
 		Answer		answer;
 		int64		k;
 
-		if (orders[i].asks >= inv_reconcile_max_asks ||
-			now >= TimestampTzPlusMilliseconds(orders[i].due, (int64) inv_reconcile_max_wait * 1000))
+		if (orders[i].asks >= ReconcilerMaxAsks(r) ||
+			now >= TimestampTzPlusMilliseconds(orders[i].due, ReconcilerMaxWait(r)))
 			answer = ANSWER_EXPIRE; /* asked enough: the stock is not held for ever */
 		else if (GetCurrentTimestamp() >= deadline)
 			break;
 		else
-			answer = Ask(r, order_id, orders[i].batch_id, &said);
+			answer = Ask(r, orders[i].order_id, order_id, orders[i].batch_id, &said);
 
-		if (answer == ANSWER_WAIT || answer == ANSWER_FAILED)
+		if (answer == ANSWER_WAIT || answer == ANSWER_FAILED || answer == ANSWER_REFUSED)
 		{
-			if (answer == ANSWER_FAILED)
+			if (answer != ANSWER_WAIT)
 				ereport(WARNING,
 						(errmsg("the reconciler of database \"%s\" could not be asked about order \"%s\" (batch_id %d): %s",
 								get_database_name(MyDatabaseId), orders[i].order_id, orders[i].batch_id, said),
-						 errdetail("The order waits, and is asked again in inventory.reconcile_retry (%d s); it is expired after inventory.reconcile_max_asks (%d) asks.",
-								   inv_reconcile_retry, inv_reconcile_max_asks)));
-			*CountOf(counts, answer) += Wait(order_id, now, said);
+						 errdetail("The order waits, and is asked again in %s; it is expired after %lld asks.",
+								   Span(ReconcilerRetry(r)), (long long) ReconcilerMaxAsks(r))));
+			k = Wait(r, order_id, now, said);
+			*CountOf(counts, answer) += k;
+			if (answer == ANSWER_REFUSED)
+				counts->refused += k;
 			continue;
 		}
 		k = Settle(answer, order_id, now, orders[i].asks > 0);
@@ -483,7 +602,7 @@ ReconcileOverdue(const Reconciler *r, int64 max_orders, ReconcileCounts *counts,
 	int64		settled = 0;
 	int			n;
 
-	n = ReconcileCandidates(limit, CurrentMemoryContext, &orders, more);
+	n = ReconcileCandidates(r, limit, CurrentMemoryContext, &orders, more);
 	if (ReconcileOrders(r, orders, n, ReconcileDeadline(), counts, &settled) < n)
 		*more = true;
 	return settled;

@@ -1,0 +1,35 @@
+/*
+ * sandbox.h
+ *	  What runs in this backend now: the code of an application's
+ *	  reconciler, which may not touch the extension, or the one UPDATE that
+ *	  may confirm a reservation past its expires_at.
+ */
+#ifndef INVENTORY_SANDBOX_H
+#define INVENTORY_SANDBOX_H
+
+#include "postgres.h"
+
+#include "tables/stmt.h"
+
+/* an ask of a reconciler runs now */
+extern bool inv_asking;
+extern void SandboxSetAsking(bool asking);
+extern void SandboxRefusal(void) pg_attribute_noreturn();
+
+/*
+ * The inventory API and the inventory tables are not for a reconciler:
+ * checked by every call that reaches the cache, inline, since the
+ * reserve path is one of them, and by the executor's and the utility
+ * hook's checks of the tables (enforce/ask_fence.c).
+ */
+static inline void
+SandboxRefuse(void)
+{
+	if (unlikely(inv_asking))
+		SandboxRefusal();
+}
+
+extern bool LateConfirmAllowed(void);
+extern uint64 RunLateConfirm(InvStmt *stmt, Datum *values);
+
+#endif							/* INVENTORY_SANDBOX_H */
