@@ -274,7 +274,7 @@ CREATE TABLE inventory.reconcile_wait (
 COMMENT ON TABLE inventory.reconcile_wait IS
 	'the overdue orders whose reconciler answered wait, or could not be asked: when to ask again (not dumped)';
 COMMENT ON COLUMN inventory.reconcile_wait.order_id IS 'the order, whose overdue PENDING lines wait';
-COMMENT ON COLUMN inventory.reconcile_wait.asks IS 'asks so far; at inventory.reconcile_max_asks the order is expired';
+COMMENT ON COLUMN inventory.reconcile_wait.asks IS 'asks so far; at the reconciler''s max_asks the order is expired';
 COMMENT ON COLUMN inventory.reconcile_wait.first_asked IS 'when it was first asked about';
 COMMENT ON COLUMN inventory.reconcile_wait.next_ask IS 'when it is asked again';
 COMMENT ON COLUMN inventory.reconcile_wait.last_answer IS 'wait, or why the last ask failed';
@@ -294,7 +294,7 @@ COMMENT ON COLUMN inventory.reconcile_waiting.order_id IS 'the order';
 COMMENT ON COLUMN inventory.reconcile_waiting.lines IS 'its PENDING reservations';
 COMMENT ON COLUMN inventory.reconcile_waiting.units IS 'the units they hold';
 COMMENT ON COLUMN inventory.reconcile_waiting.expires_at IS 'when the first of them fell due';
-COMMENT ON COLUMN inventory.reconcile_waiting.asks IS 'asks so far; at inventory.reconcile_max_asks the order is expired';
+COMMENT ON COLUMN inventory.reconcile_waiting.asks IS 'asks so far; at the reconciler''s max_asks the order is expired';
 COMMENT ON COLUMN inventory.reconcile_waiting.next_ask IS 'when it is asked again';
 COMMENT ON COLUMN inventory.reconcile_waiting.last_answer IS 'wait, or why the last ask failed';
 REVOKE ALL ON inventory.reconcile_waiting FROM PUBLIC;
@@ -363,3 +363,16 @@ REVOKE ALL ON inventory.worker_status FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION inventory.worker_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.worker_status() TO inventory_admin, inventory_monitor;
 GRANT SELECT ON inventory.worker_status TO inventory_admin, inventory_monitor;
+
+------------------------------------------------------------------------------
+-- verify() that waits for busy SKUs instead of passing over them
+------------------------------------------------------------------------------
+
+CREATE FUNCTION inventory.verify(wait interval)
+	RETURNS TABLE (sku text, what text, cached bigint, truth bigint)
+	AS 'MODULE_PATHNAME', 'inventory_verify_wait' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
+COMMENT ON FUNCTION inventory.verify(interval) IS
+	'verify(), waiting up to wait for SKUs with changes in flight; an error (55000) names those still busy when the wait ends, so an empty answer means every cached SKU was compared';
+REVOKE EXECUTE ON FUNCTION inventory.verify(interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.verify(interval) TO inventory_admin, inventory_monitor;

@@ -992,3 +992,19 @@ TO inventory_monitor;
 GRANT SELECT ON inventory.stock, inventory.sku_stats, inventory.nodes, inventory.buckets,
 	inventory.bucket_layout
 TO inventory_monitor;
+
+------------------------------------------------------------------------------
+-- verify(wait) of every node
+------------------------------------------------------------------------------
+
+CREATE FUNCTION inventory.verify(wait interval)
+	RETURNS TABLE (sku text, what text, cached bigint, truth bigint)
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON ALL;
+$$;
+COMMENT ON FUNCTION inventory.verify(interval) IS
+	'verify(wait) of every node: waits on each node up to wait for SKUs with changes in flight; a node''s error names those still busy';
+REVOKE EXECUTE ON FUNCTION inventory.verify(interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.verify(interval) TO inventory_admin, inventory_monitor;

@@ -21,7 +21,8 @@ layers, top to bottom (CONTRIBUTING.md says what each one is):
                     build injects
 
 A module may include its own layer's headers and those of the layers below.
-Prints TAP: one test per module, then one for the cycles.  Usage:
+Prints TAP: one test, with every include that goes up and every cycle
+as its diagnostics.  Usage:
     scripts/check_layers.py [SRC_DIR]
 """
 import os
@@ -108,31 +109,24 @@ def main():
         os.path.dirname(os.path.abspath(__file__)), "..", "src")
     mods = modules(src)
     deps = dependencies(src, mods)
-    n = 0
-    failed = 0
-    print("1..%d" % (len(mods) + 1))
+    wrong = []
     for mod in sorted(mods):
-        n += 1
-        up = sorted(d for d in deps[mod]
-                    if RANK[layer(d)] < RANK[layer(mod)])
-        if up:
-            failed += 1
-            print("not ok %d - %s includes only its layer and below" % (n, mod))
-            for d in up:
-                print("#   %s (layer %s) includes %s (layer %s)"
-                      % (mod, layer(mod), d, layer(d)))
-        else:
-            print("ok %d - %s includes only its layer and below" % (n, mod))
-    n += 1
-    found = cycles(deps)
-    if found:
-        failed += 1
-        print("not ok %d - no module reaches itself through its includes" % n)
-        for scc in found:
-            print("#   one cycle through: " + ", ".join(scc))
-    else:
-        print("ok %d - no module reaches itself through its includes" % n)
-    return 1 if failed else 0
+        for d in sorted(deps[mod]):
+            if RANK[layer(d)] < RANK[layer(mod)]:
+                wrong.append("%s (layer %s) includes %s (layer %s)"
+                             % (mod, layer(mod), d, layer(d)))
+    for scc in cycles(deps):
+        wrong.append("one cycle through: " + ", ".join(scc))
+    print("1..1")
+    what = ("the layers of src/ hold: %d modules, each includes only its layer "
+            "and below, and none reaches itself through its includes" % len(mods))
+    if wrong:
+        print("not ok 1 - " + what)
+        for w in wrong:
+            print("#   " + w)
+        return 1
+    print("ok 1 - " + what)
+    return 0
 
 
 if __name__ == "__main__":

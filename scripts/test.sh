@@ -34,19 +34,16 @@ inv_scratch_tree "$WORK"
 
 suite "layout of src/"
 /usr/bin/python3 "$INV_TOP/scripts/check_layers.py" "$INV_TOP/src" >"$WORK/layers.log" 2>&1
-run_tap_log "$WORK/layers.log" $?
+run_tap_log "$WORK/layers.log" $? plain
 
 run_pg_regress() {
-	local name=$1 log=$WORK/$1.log diffs=$2
+	local name=$1 log=$WORK/$1.log diffs=$2 status
 	shift 2
 	suite "$name"
-	if inv_as_pg make -C "$WORK/tree" "$@" >"$log" 2>&1; then
-		count "$log" '\.\.\. ok' '\.\.\. (FAILED|failed)'
-	else
-		count "$log" '\.\.\. ok' '\.\.\. (FAILED|failed)' ||
-			{ [ -f "$diffs" ] && cat "$diffs"; }
-		grep -qE '\.\.\. (FAILED|failed)' "$log" || suite_failed "$log"
-	fi
+	inv_as_pg make -C "$WORK/tree" "$@" >"$log" 2>&1
+	status=$?
+	run_regress_log "$log" $status
+	[ $status -eq 0 ] || { [ -f "$diffs" ] && cat "$diffs"; }
 }
 
 run_pg_regress regression "$WORK/tree/regression.diffs" installcheck-regress
@@ -54,7 +51,7 @@ run_pg_regress isolation "$WORK/tree/output_iso/regression.diffs" installcheck-i
 
 suite "pgTAP"
 inv_as_pg make -C "$WORK/tree" installcheck-pgtap >"$WORK/pgtap.log" 2>&1
-run_tap_log "$WORK/pgtap.log" $?
+run_tap_log "$WORK/pgtap.log" $? pg_prove
 
 suite "TAP"
 inv_as_pg make -C "$WORK/tree" installcheck-tap PROVE_FLAGS=--verbose >"$WORK/tap.log" 2>&1
@@ -64,11 +61,11 @@ suite "drivers: psycopg"
 inv_cluster_start "$WORK/drivers" "inventory.worker_enabled = off" >/dev/null
 export PGDATABASE=postgres
 /usr/bin/python3 "$WORK/tree/test/drivers/psycopg_test.py" >"$WORK/psycopg.log" 2>&1
-run_tap_log "$WORK/psycopg.log" $?
+run_tap_log "$WORK/psycopg.log" $? plain
 suite "drivers: node-postgres"
 if inv_node_modules "$WORK/tree/test/drivers/node" >"$WORK/npm.log" 2>&1; then
 	node "$WORK/tree/test/drivers/node/test.js" >"$WORK/node.log" 2>&1
-	run_tap_log "$WORK/node.log" $?
+	run_tap_log "$WORK/node.log" $? plain
 else
 	suite_failed "$WORK/npm.log"
 fi

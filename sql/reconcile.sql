@@ -16,6 +16,7 @@ CREATE ROLE regress_other;
 CREATE SCHEMA shop AUTHORIZATION regress_shop;
 -- more than an application role has, so that the fence shows
 GRANT SELECT, UPDATE ON inventory.ledger TO regress_shop;
+GRANT EXECUTE ON FUNCTION inventory.cache_info() TO regress_shop;
 
 -- the application's payments, and its answer from them; every ask logged
 -- with the role it ran as
@@ -50,6 +51,7 @@ BEGIN
 		WHEN 'sneaky-dml' THEN UPDATE inventory.ledger l SET state = 'CONFIRMED' WHERE l.order_id = paid.order_id; RETURN 'cancel';
 		WHEN 'sneaky-read' THEN RETURN (SELECT pg_catalog.count(*)::text FROM inventory.ledger);
 		WHEN 'sneaky-lock' THEN LOCK TABLE inventory.ledger IN ACCESS EXCLUSIVE MODE; RETURN 'confirm';
+		WHEN 'sneaky-figures' THEN RETURN (SELECT c.entries::text FROM inventory.cache_info() c);
 		ELSE RETURN 'expire';
 	END CASE;
 END
@@ -138,13 +140,14 @@ SELECT count(*) FROM pg_proc WHERE proname = 'reconciler';
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 SELECT 'rcn-' || s, 1, 'reserve', 'RCN-CUP', 1, now() - interval '1 minute'
   FROM unnest(ARRAY['paid', 'failed', 'abandoned', 'pending', 'unknown', 'odd', 'broken',
-					'verbose', 'sneaky-api', 'sneaky-dml', 'sneaky-read', 'sneaky-lock']) s;
+					'verbose', 'sneaky-api', 'sneaky-dml', 'sneaky-read', 'sneaky-lock',
+					'sneaky-figures']) s;
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 SELECT 'rcn-cart', b, 'reserve', 'RCN-CUP', b, now() - interval '2 minutes' FROM generate_series(2, 4) b;
 INSERT INTO shop.payments
 SELECT 'rcn-' || s, s FROM unnest(ARRAY['paid', 'failed', 'abandoned', 'pending', 'unknown', 'odd',
 									  'broken', 'verbose', 'sneaky-api', 'sneaky-dml',
-									  'sneaky-read', 'sneaky-lock']) s;
+									  'sneaky-read', 'sneaky-lock', 'sneaky-figures']) s;
 INSERT INTO shop.payments VALUES ('rcn-cart', 'paid');
 SELECT on_hand, reserved FROM inventory.stock WHERE sku = 'RCN-CUP';
 
@@ -300,4 +303,5 @@ SET client_min_messages = warning;
 DROP SCHEMA shop CASCADE;
 RESET client_min_messages;
 REVOKE ALL ON inventory.ledger FROM regress_shop;
+REVOKE ALL ON FUNCTION inventory.cache_info() FROM regress_shop;
 DROP ROLE regress_shop_admin, regress_shop_app, regress_shop_monitor, regress_shop, regress_other;

@@ -57,6 +57,7 @@ InventoryShmemRequest(void)
 	size = add_size(size, ExpressShmemSize());
 	size = add_size(size, MetricsShmemSize());
 	size = add_size(size, AsksShmemSize());
+	size = add_size(size, FaultShmemSize());
 	RequestAddinShmemSpace(size);
 	RequestNamedLWLockTranche("inventory", INV_NUM_LOCKS);
 }
@@ -73,6 +74,7 @@ InventoryShmemStartup(void)
 	ExpressShmemInit();
 	MetricsShmemInit();
 	AsksShmemInit();
+	FaultShmemInit();
 	LWLockRelease(AddinShmemInitLock);
 }
 

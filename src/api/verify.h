@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "access/tupdesc.h"
+#include "nodes/pg_list.h"
 #include "utils/tuplestore.h"
 
 /* Where the differences go: rows of ts, when it is set, and a count. */
@@ -19,6 +20,6 @@ typedef struct VerifyOut
 	int64		differences;
 } VerifyOut;
 
-extern int64 VerifyRun(VerifyOut *out, int64 *skipped);
+extern int64 VerifyRun(VerifyOut *out, int64 *skipped, List **busy_skus);
 
 #endif							/* INVENTORY_VERIFY_H */

@@ -175,6 +175,7 @@ typedef enum Answer
 static TimeoutId ask_timeout = MAX_TIMEOUTS;
 static TimeoutId ask_end_timeout = MAX_TIMEOUTS;
 static volatile sig_atomic_t ask_timed_out = false;
+static volatile sig_atomic_t ask_overran = false;
 
 /* the ask under way, noted in shared memory if the process exits in it */
 static bool asking = false;
@@ -193,10 +194,14 @@ AskTimeoutHandler(void)
 static void
 AskEndHandler(void)
 {
+	ask_overran = true;
 	InterruptPending = true;
 	ProcDiePending = true;
 	SetLatch(MyLatch);
 }
+
+/* this database's name, read at the first ask, for the message at exit */
+static char *ask_datname = NULL;
 
 /* The process exits during an ask: the next round records it as failed. */
 static void
@@ -205,11 +210,14 @@ AskEndedAtExit(int code, Datum arg)
 	if (!asking)
 		return;
 	asking = false;
+	ask_now.overran = ask_overran;
 	AsksNoteEnded(&ask_now);
 	ereport(LOG,
-			(errmsg("the reconciler of database %u was ended while asked about order \"%s\" (batch_id %d)",
-					ask_now.dboid, ask_now.order_id, ask_now.batch_id),
-			 errdetail("The ask counts as failed; the order is asked again after the reconciler's retry.")));
+			(errmsg("the reconciler of database \"%s\" was ended while asked about order \"%s\" (batch_id %d)",
+					ask_datname ? ask_datname : "?", ask_now.order_id, ask_now.batch_id),
+			 ask_overran ?
+			 errdetail("It was still running a second after its timeout; the ask counts as failed.") :
+			 errdetail("Its process was told to end; the ask counts as failed.")));
 }
 
 static void
@@ -219,6 +227,8 @@ AskBegin(const char *order_id, int32 batch_id, int timeout_ms)
 	{
 		before_shmem_exit(AskEndedAtExit, (Datum) 0);
 		exit_callback_set = true;
+		ask_datname = MemoryContextStrdup(TopMemoryContext,
+										  get_database_name(MyDatabaseId));
 	}
 	if (ask_timeout == MAX_TIMEOUTS)
 	{
@@ -232,6 +242,7 @@ AskBegin(const char *order_id, int32 batch_id, int timeout_ms)
 	strlcpy(ask_now.order_id, order_id, sizeof(ask_now.order_id));
 	asking = true;
 	ask_timed_out = false;
+	ask_overran = false;
 	enable_timeout_after(ask_timeout, timeout_ms);
 	enable_timeout_after(ask_end_timeout, timeout_ms + ASK_GRACE_MS);
 }
@@ -468,8 +479,10 @@ RecordEndedAsks(const Reconciler *r, TimestampTz now)
 
 	for (int i = 0; i < n; i++)
 	{
-		const char *said = psprintf("ended by force: still running %s after its timeout (%s)",
-									Span(ASK_GRACE_MS), Span(ReconcilerTimeout(r)));
+		const char *said = ended[i].overran ?
+			psprintf("ended by force: still running %s after its timeout (%s)",
+					 Span(ASK_GRACE_MS), Span(ReconcilerTimeout(r))) :
+			"ended: its process was told to end during the ask";
 
 		ereport(WARNING,
 				(errmsg("the reconciler of database \"%s\" was ended while asked about order \"%s\" (batch_id %d)",

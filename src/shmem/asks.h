@@ -17,6 +17,7 @@ typedef struct AskEnded
 	Oid			dboid;
 	int32		batch_id;
 	TimestampTz started_at;
+	bool		overran;		/* ended for running past its timeout */
 	char		order_id[INV_ORDER_ID_MAXLEN + 1];
 } AskEnded;
 

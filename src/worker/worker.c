@@ -453,7 +453,7 @@ WorkerVerify(void)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	v.checked = VerifyRun(&out, &v.skipped);
+	v.checked = VerifyRun(&out, &v.skipped, NULL);
 	v.differences = out.differences;
 	if (v.differences > 0)
 		ereport(WARNING,

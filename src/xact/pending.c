@@ -25,6 +25,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "fault.h"
 #include "shmem/cache.h"
 #include "shmem/cache_notify.h"
 #include "shmem/cache_restore.h"
@@ -719,6 +720,10 @@ EndTransaction(bool commit)
 	}
 	if (commit && nchanges > 0)
 		MetricsCommitted(&committed);
+
+	/* the commit window: visible to others, not in the counters yet */
+	if (commit && ntouched > 0)
+		INV_FAULT_PARK("commit-window");
 
 	for (int i = 0; i < ntouched; i++)
 	{
