@@ -2,26 +2,35 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
 RESET client_min_messages;
+\ir test/roles.sql
 
+\c - shop_admin
 SELECT ok, status FROM inventory.restock('CA-TEE', 5, 'c-in-1');
 SELECT ok, status FROM inventory.restock('CA-MUG', 3, 'c-in-2');
 SELECT ok, status FROM inventory.restock('CA-CAP', 2, 'c-in-3');
 
 -- one row per line, in the order of the arrays; line i is (order_id, i)
+\c - shop_app
 SELECT ok, status, sku, qty, state, available
   FROM inventory.reserve_cart('c-cart-1', '{CA-TEE,CA-MUG,CA-TEE}', '{1,2,1}');
+\c - shop_admin
 SELECT order_id, batch_id, sku, qty, state FROM inventory.ledger
  WHERE order_id = 'c-cart-1' ORDER BY batch_id;
 
 -- the demand of a SKU is summed over its lines: 2 + 2 of CA-TEE is more than
 -- the 3 available, though each line alone would fit; nothing is held
+\c - shop_app
 SELECT ok, status, sku, qty FROM inventory.reserve_cart('c-cart-2', '{CA-TEE,CA-CAP,CA-TEE}', '{2,1,2}');
+\c - shop_admin
 SELECT count(*) FROM inventory.ledger WHERE order_id = 'c-cart-2';
+\c - shop_app
 SELECT sku, available FROM inventory.stock WHERE sku LIKE 'CA-%' ORDER BY sku;
 
 -- each line that cannot be served says why; the others were refused with
 -- the cart
+\c - shop_admin
 SELECT inventory.set_rules('CA-CAP', sale_starts => now() + interval '1 day');
+\c - shop_app
 SELECT ok, status, sku FROM inventory.reserve_cart('c-cart-3', '{CA-MUG,CA-CAP,CA-NOPE,CA-TEE}', '{2,1,1,9}');
 
 -- a replayed cart answers each line as a duplicate
@@ -33,7 +42,9 @@ SELECT * FROM inventory.reserve_cart('c-cart-1', '{CA-TEE,CA-MUG,CA-TEE}', '{1,1
 SELECT * FROM inventory.reserve_cart('c-cart-1', '{CA-TEE,CA-MUG,CA-TEE}', '{1,2,1}', buyer_id => 'ann');
 
 -- a buyer's limit is checked on the cart's sum
+\c - shop_admin
 SELECT inventory.set_rules('CA-CAP', max_per_buyer => 1);
+\c - shop_app
 SELECT ok, status, sku FROM inventory.reserve_cart('c-cart-4', '{CA-CAP,CA-MUG}', '{1,1}');
 SELECT ok, status, sku FROM inventory.reserve_cart('c-cart-4', '{CA-CAP,CA-CAP}', '{1,1}', buyer_id => 'ann');
 SELECT ok, status, sku FROM inventory.reserve_cart('c-cart-4', '{CA-CAP,CA-MUG}', '{1,1}', buyer_id => 'ann');
@@ -43,9 +54,11 @@ SELECT ok, status, sku FROM inventory.reserve_cart('c-cart-5', '{CA-MUG,CA-CAP}'
 BEGIN;
 SELECT ok, status FROM inventory.reserve_cart('c-cart-6', '{CA-TEE}', '{1}');
 ROLLBACK;
+\c - shop_admin
 SELECT count(*) FROM inventory.ledger WHERE order_id = 'c-cart-6';
 
 -- confirm_order and cancel_order settle every line, as confirm and cancel
+\c - shop_app
 SELECT ok, status, sku, state FROM inventory.confirm_order('c-cart-1');
 SELECT ok, status, sku, state FROM inventory.confirm_order('c-cart-1');
 SELECT ok, status, sku, state FROM inventory.cancel_order('c-cart-1');
@@ -59,14 +72,18 @@ SELECT ok, status FROM inventory.reserve_cart('c-cart-7', '{CA-CAP}', '{1}', buy
 -- a cart's lines numbered by the caller (a router's part of a cart that
 -- spans servers): line i is (order_id, batch_ids[i])
 SELECT ok, status, sku, qty FROM inventory.reserve_cart('c-cart-8', '{CA-MUG,CA-TEE}', '{1,1}', batch_ids => '{5,2}');
+\c - shop_admin
 SELECT batch_id, sku, qty, state FROM inventory.ledger WHERE order_id = 'c-cart-8' ORDER BY batch_id;
+\c - shop_app
 SELECT ok, status, sku, qty FROM inventory.reserve_cart('c-cart-8', '{CA-MUG,CA-TEE}', '{1,1}', batch_ids => '{5,2}');
 -- another part of the same order, under numbers of its own
 SELECT ok, status, sku, qty FROM inventory.reserve_cart('c-cart-8', '{CA-TEE}', '{1}', batch_ids => '{3}');
 -- a part that takes some lines already there is a reused key
 SELECT * FROM inventory.reserve_cart('c-cart-8', '{CA-MUG,CA-TEE}', '{1,1}', batch_ids => '{5,7}');
 SELECT * FROM inventory.reserve_cart('c-cart-8', '{CA-TEE}', '{1}', batch_ids => '{5}');
+\c - shop_admin
 SELECT count(*) FROM inventory.ledger WHERE order_id = 'c-cart-8';
+\c - shop_app
 SELECT ok, status, sku, state FROM inventory.cancel_order('c-cart-8');
 
 -- misuse is an error
@@ -85,6 +102,8 @@ SELECT * FROM inventory.reserve_cart('c-bad', '{CA-TEE}', '{1}', batch_ids => '{
 SELECT * FROM inventory.confirm_order(NULL);
 
 SELECT sku, on_hand, reserved, available FROM inventory.stock WHERE sku LIKE 'CA-%' ORDER BY sku;
+\c - shop_monitor
 SELECT * FROM inventory.verify();
 -- leave nothing to fold for the tests that count folds
+\c - shop_admin
 SELECT inventory.fold() > 0 AS folded;

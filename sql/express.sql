@@ -7,7 +7,9 @@ RESET client_min_messages;
 -- errors show their message, detail and hint; \echo shows their SQLSTATE
 \set VERBOSITY default
 \set SHOW_CONTEXT never
+\ir test/roles.sql
 
+\c - shop_admin
 SELECT ok, status FROM inventory.restock('EX-TEE', 5, 'ex-in-1');
 SELECT ok, status FROM inventory.restock('EX-CAP', 10, 'ex-in-2');
 SELECT ok, status FROM inventory.restock('EX-LTD', 10, 'ex-in-3');
@@ -18,9 +20,12 @@ SELECT inventory.express_fallbacks() AS fallbacks_before \gset
 
 \echo '== every status reserve() answers'
 -- ok: the units are taken at once, and the row is committed when it answers
+\c - shop_app
 SELECT inventory.reserve_now('EX-TEE', 2, 'ex-1');
 SELECT inventory.available('EX-TEE');
+\c - shop_admin
 SELECT order_id, kind, sku, qty, state, buyer_id FROM inventory.ledger WHERE order_id = 'ex-1';
+\c - shop_app
 -- the same key again: a duplicate, nothing taken
 SELECT inventory.reserve_now('EX-TEE', 2, 'ex-1');
 SELECT inventory.available('EX-TEE');
@@ -28,7 +33,9 @@ SELECT inventory.available('EX-TEE');
 SELECT inventory.reserve_now('EX-TEE', 1, 'ex-1', batch_id => 2);
 -- more than is left: insufficient, nothing written
 SELECT inventory.reserve_now('EX-TEE', 3, 'ex-2');
+\c - shop_admin
 SELECT count(*) FROM inventory.ledger WHERE order_id = 'ex-2';
+\c - shop_app
 -- exactly what is left
 SELECT inventory.reserve_now('EX-TEE', 2, 'ex-3');
 SELECT inventory.available('EX-TEE');
@@ -48,7 +55,9 @@ SELECT inventory.reserve_now('EX-LTD', 1, 'ex-10', buyer_id => 'ann');
 -- a replay at the limit is a duplicate; another buyer has a limit of their own
 SELECT inventory.reserve_now('EX-LTD', 1, 'ex-8', buyer_id => 'ann');
 SELECT inventory.reserve_now('EX-LTD', 2, 'ex-11', buyer_id => 'bob');
+\c - shop_admin
 SELECT count(*) FROM inventory.ledger WHERE order_id IN ('ex-2', 'ex-4', 'ex-5', 'ex-6', 'ex-7', 'ex-9');
+\c - shop_app
 SELECT sku, on_hand, reserved, available FROM inventory.stock
  WHERE sku LIKE 'EX-%' ORDER BY sku;
 
@@ -86,27 +95,33 @@ SELECT status FROM inventory.reserve('EX-TEE', 5, 'ex-in-1');
 \set e_reserve :LAST_ERROR_SQLSTATE ' ' :LAST_ERROR_MESSAGE
 SELECT :'e_now' = :'e_reserve' AS same_error;
 -- nothing was written by any of them
+\c - shop_admin
 SELECT order_id, batch_id, sku, qty, buyer_id FROM inventory.ledger
  WHERE order_id IN ('ex-1', 'ex-3', 'ex-8', 'ex-in-1') ORDER BY order_id, batch_id;
 
 \echo '== the row: a reservation like reserve()''s, made at the statement''s time'
+\c - shop_app
 SELECT statement_timestamp() AS t1, inventory.reserve_now('EX-CAP', 1, 'ex-20', ttl => '90 seconds', buyer_id => 'cy') AS s1 \gset
 \echo :s1
+\c - shop_admin
 SELECT kind, sku, qty, state, buyer_id, counted, settled_at, folded,
        created_at = :'t1'::timestamptz AS made_at_statement_time,
        expires_at = created_at + interval '90 seconds' AS expires_after_ttl
   FROM inventory.ledger WHERE order_id = 'ex-20' AND batch_id = 1;
 -- no ttl: inventory.default_ttl, the caller's setting
+\c - shop_app
 SET inventory.default_ttl = '2min';
 SELECT statement_timestamp() AS t2, inventory.reserve_now('EX-CAP', 1, 'ex-21') AS s2 \gset
 RESET inventory.default_ttl;
 \echo :s2
+\c - shop_admin
 SELECT kind, qty, state, buyer_id IS NULL AS no_buyer,
        created_at = :'t2'::timestamptz AS made_at_statement_time,
        expires_at = created_at + interval '2 minutes' AS expires_after_default_ttl
   FROM inventory.ledger WHERE order_id = 'ex-21';
 
 \echo '== confirm, cancel and extend work on it'
+\c - shop_app
 SELECT ok, status, qty, state FROM inventory.confirm('ex-20');
 SELECT ok, status, qty, state FROM inventory.extend('ex-21', 1, '1 hour');
 SELECT ok, status, qty, state FROM inventory.cancel('ex-21');
@@ -121,16 +136,20 @@ SELECT ok, status, qty, state FROM inventory.reserve('EX-CAP', 2, 'ex-30');
 -- reserve_now() of a reserve() key: a duplicate
 SELECT ok, status, qty, state FROM inventory.reserve('EX-CAP', 2, 'ex-31');
 SELECT inventory.reserve_now('EX-CAP', 2, 'ex-31');
+\c - shop_admin
 SELECT order_id, count(*) FROM inventory.ledger WHERE order_id IN ('ex-30', 'ex-31')
  GROUP BY order_id ORDER BY order_id;
 -- a replay answers duplicate whatever the refusal a new key would get
 SELECT inventory.set_rules('EX-CAP', sale_ends => now());
+\c - shop_app
 SELECT inventory.reserve_now('EX-CAP', 2, 'ex-30');
 SELECT inventory.reserve_now('EX-CAP', 2, 'ex-32');
+\c - shop_admin
 SELECT inventory.set_rules('EX-CAP');
 
 \echo '== it commits on its own: only where that is what the caller gets'
 -- inside a transaction block: refused, with a hint
+\c - shop_app
 BEGIN;
 SELECT inventory.reserve_now('EX-CAP', 1, 'ex-40');
 \echo :LAST_ERROR_SQLSTATE
@@ -144,6 +163,9 @@ ROLLBACK;
 SELECT 1 AS first \; SELECT inventory.reserve_now('EX-CAP', 1, 'ex-40');
 \echo :LAST_ERROR_SQLSTATE
 -- after a write in the same statement: refused, and the write rolled back
+-- (a restock and a reserve_now in one statement: an administrator's, who
+-- may call both)
+\c - shop_admin
 SELECT (inventory.restock('EX-CAP', 1, 'ex-in-5')).status, inventory.reserve_now('EX-CAP', 1, 'ex-40');
 \echo :LAST_ERROR_SQLSTATE
 SELECT count(*) FROM inventory.ledger WHERE order_id IN ('ex-in-5', 'ex-40');
@@ -152,11 +174,14 @@ SELECT inventory.reserve_now('EX-CAP', 1, 'ex-41'), (inventory.restock('EX-CAP',
 SELECT order_id, kind, qty, state FROM inventory.ledger
  WHERE order_id IN ('ex-41', 'ex-in-6') ORDER BY order_id;
 -- the reservation stays when the statement fails after it answered
+\c - shop_app
 SELECT s, 1 / (length(s) - 2) AS fails
   FROM (SELECT inventory.reserve_now('EX-CAP', 1, 'ex-42') AS s OFFSET 0) q;
 \echo :LAST_ERROR_SQLSTATE
+\c - shop_admin
 SELECT order_id, kind, qty, state FROM inventory.ledger WHERE order_id = 'ex-42';
 -- read-only: refused as a write (25006), whichever way the transaction is read-only
+\c - shop_app
 SET default_transaction_read_only = on;
 SELECT inventory.reserve_now('EX-CAP', 1, 'ex-43');
 \echo :LAST_ERROR_SQLSTATE
@@ -188,11 +213,13 @@ END $$;
 CREATE FUNCTION pg_temp.reserve_one(o text) RETURNS text LANGUAGE sql
 AS $$ SELECT inventory.reserve_now('EX-CAP', 1, o) $$;
 SELECT pg_temp.reserve_one('ex-45');
+\c - shop_admin
 SELECT order_id, kind, qty, state FROM inventory.ledger
  WHERE order_id IN ('ex-40', 'ex-43', 'ex-44', 'ex-45') ORDER BY order_id;
 SELECT sku, on_hand, reserved, available FROM inventory.stock WHERE sku = 'EX-CAP';
 
 \echo '== misuse: the errors of reserve()'
+\c - shop_app
 SELECT inventory.reserve_now(NULL, 1, 'ex-50');
 \echo :LAST_ERROR_SQLSTATE
 SELECT inventory.reserve_now('EX-CAP', NULL, 'ex-50');
@@ -213,9 +240,11 @@ SELECT inventory.reserve_now('EX-CAP', 1, 'ex-50', buyer_id => '');
 \echo :LAST_ERROR_SQLSTATE
 -- NULL ttl and buyer_id are the defaults
 SELECT inventory.reserve_now('EX-CAP', 1, 'ex-51', ttl => NULL, buyer_id => NULL);
+\c - shop_admin
 SELECT count(*) FROM inventory.ledger WHERE order_id = 'ex-50';
 
 \echo '== the writer of this database, and the calls that had none'
+\c - shop_monitor
 SELECT datname = current_database() AS this_database,
        writer_pid IS NOT NULL AS has_writer,
        writer_pid <> pg_backend_pid() AS writer_is_another_process,
@@ -231,8 +260,12 @@ SELECT datname = current_database() AS this_database,
 -- the function and the view agree on the writer
 SELECT count(*) FROM inventory.express_status() f JOIN inventory.express_status v USING (datid, writer_pid)
  WHERE f.datname = current_database();
+-- (the superuser: another role's backend_type in pg_stat_activity needs
+-- pg_read_all_stats, which the inventory roles do not give)
+\c - postgres
 SELECT backend_type FROM pg_stat_activity
  WHERE pid = (SELECT writer_pid FROM inventory.express_status WHERE datname = current_database());
+\c - shop_monitor
 SELECT pg_typeof(inventory.express_fallbacks());
 -- every call here had a writer
 SELECT inventory.express_fallbacks() - :fallbacks_before AS fallbacks;
@@ -242,4 +275,5 @@ SELECT sku, on_hand, reserved, available FROM inventory.stock
 SELECT * FROM inventory.verify();
 
 -- leave nothing to fold for the tests that count folds
+\c - shop_admin
 SELECT inventory.fold() > 0 AS folded;

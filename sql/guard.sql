@@ -2,9 +2,11 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
 RESET client_min_messages;
-SET search_path = public, inventory;
+\ir test/roles.sql
 
 -- an administrator creates SKUs and movements by hand
+\c - shop_admin
+SET search_path = public, inventory;
 INSERT INTO inventory.sku (sku, on_hand) VALUES ('G-CUP', 3), ('G-BOWL', 0);
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
 VALUES ('g-delivery', 1, 'restock', 'G-CUP', 2);
@@ -78,7 +80,10 @@ VALUES ('g-order-7', 1, 'reserve', 'G-CUP', 1);
 DELETE FROM inventory.ledger WHERE order_id = 'g-order-7';
 DELETE FROM inventory.sku WHERE sku = 'G-CUP';
 DELETE FROM inventory.sku WHERE sku = 'G-BOWL';
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('G-BOWL', 1, 'g-order-8');
+\c - shop_admin
+SET search_path = public, inventory;
 
 -- base counters change only through the ledger; SKUs keep their names
 UPDATE inventory.sku SET on_hand = 100 WHERE sku = 'G-CUP';
@@ -88,7 +93,13 @@ INSERT INTO inventory.sku (sku, on_hand) VALUES ('G-NEG', -1);
 INSERT INTO inventory.sku (sku) VALUES ('');
 
 -- TRUNCATE is refused: of the ledger by the trigger, of inventory.sku by
--- the ledger's foreign key, and with CASCADE by the trigger again
+-- the ledger's foreign key, and with CASCADE by the trigger again.  Only
+-- the tables' owner, the superuser who created the extension, may
+-- TRUNCATE them at all (inventory_admin has no TRUNCATE privilege); so
+-- from here to the COPY below, the owner's statements: TRUNCATE, the
+-- superuser's session_replication_role, the owner's ALTER TABLE
+\c - postgres
+SET search_path = public, inventory;
 TRUNCATE inventory.ledger;
 TRUNCATE inventory.sku;
 TRUNCATE inventory.sku CASCADE;
@@ -130,6 +141,8 @@ RESET session_replication_role;
 
 -- COPY of some columns passes the same rules (of every column, by the
 -- owner, it is a restore: see restore.sql)
+\c - shop_admin
+SET search_path = public, inventory;
 COPY inventory.ledger (order_id, batch_id, kind, sku, qty) FROM stdin;
 g-copy-1	1	reserve	G-CUP	1
 g-copy-2	1	restock	G-CUP	5
@@ -138,6 +151,7 @@ COPY inventory.ledger (order_id, batch_id, kind, sku, qty) FROM stdin;
 g-copy-3	1	reserve	G-CUP	100
 \.
 
+\c - shop_monitor
 SELECT * FROM inventory.stock WHERE sku LIKE 'G-%' ORDER BY sku;
 SELECT sku, on_hand, reserved, available, version FROM inventory.sku_stats
  WHERE sku LIKE 'G-%' ORDER BY sku;

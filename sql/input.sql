@@ -2,11 +2,14 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
 RESET client_min_messages;
+\ir test/roles.sql
 \set VERBOSITY sqlstate
 
+\c - shop_admin
 SELECT ok FROM inventory.restock('I-ONE', 5, 'i-delivery');
 
 -- NULLs
+\c - shop_app
 SELECT * FROM inventory.reserve(NULL, 1, 'i-1');
 SELECT * FROM inventory.reserve('I-ONE', NULL, 'i-1');
 SELECT * FROM inventory.reserve('I-ONE', 1, NULL);
@@ -14,18 +17,22 @@ SELECT * FROM inventory.reserve('I-ONE', 1, 'i-1', NULL);
 SELECT * FROM inventory.confirm(NULL);
 SELECT * FROM inventory.cancel('i-1', NULL);
 SELECT * FROM inventory.extend('i-1', 1, NULL);
+\c - shop_admin
 SELECT * FROM inventory.restock('I-ONE', NULL, 'i-2');
 SELECT * FROM inventory.adjust('I-ONE', NULL, 'i-3');
+\c - shop_app
 SELECT inventory.available(NULL);
 
 -- quantities
 SELECT * FROM inventory.reserve('I-ONE', 0, 'i-1');
 SELECT * FROM inventory.reserve('I-ONE', -1, 'i-1');
+\c - shop_admin
 SELECT * FROM inventory.restock('I-ONE', 0, 'i-2');
 SELECT * FROM inventory.adjust('I-ONE', -1, 'i-3');
 SELECT * FROM inventory.expire(-1);
 
 -- empty and over-long keys
+\c - shop_app
 SELECT * FROM inventory.reserve('', 1, 'i-1');
 SELECT * FROM inventory.reserve(repeat('x', 64), 1, 'i-1');
 SELECT * FROM inventory.reserve('I-ONE', 1, '');
@@ -56,5 +63,7 @@ SELECT * FROM inventory.reserve('I-ONE', 1, 'i-1', ttl => '0 seconds');
 
 -- nothing changed
 SELECT * FROM inventory.stock WHERE sku = 'I-ONE';
+\c - shop_admin
 SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'i-%' AND order_id <> 'i-delivery';
+\c - shop_monitor
 SELECT * FROM inventory.verify();

@@ -2,11 +2,14 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
 RESET client_min_messages;
+\ir test/roles.sql
 
+\c - shop_admin
 SELECT ok, status, sku, qty, state, available, version
   FROM inventory.restock('R-TEE', 5, 'r-delivery-1');
 
 -- a successful reserve holds its units at once
+\c - shop_app
 SELECT ok, status, sku, qty, state, available, version,
        expires_at > now() + interval '14 minutes' AS default_ttl
   FROM inventory.reserve('R-TEE', 2, 'r-order-1');
@@ -24,9 +27,11 @@ SELECT ok, status, qty, available
 -- not enough: refused, nothing written
 SELECT ok, status, qty, state, available
   FROM inventory.reserve('R-TEE', 3, 'r-order-2');
+\c - shop_admin
 SELECT count(*) FROM inventory.ledger WHERE order_id = 'r-order-2';
 
 -- exactly what is left
+\c - shop_app
 SELECT ok, status, available FROM inventory.reserve('R-TEE', 2, 'r-order-3');
 SELECT ok, status, available FROM inventory.reserve('R-TEE', 1, 'r-order-4');
 
@@ -42,7 +47,9 @@ SELECT * FROM inventory.reserve('R-NOPE', 2, 'r-order-1');
 SELECT * FROM inventory.reserve('R-TEE', 1, 'r-delivery-1');
 
 -- ttl
+\c - shop_admin
 SELECT ok, status FROM inventory.restock('R-CAP', 10, 'r-delivery-2');
+\c - shop_app
 SELECT ok, status, expires_at - statement_timestamp() AS ttl
   FROM inventory.reserve('R-CAP', 1, 'r-order-6', ttl => '90 seconds');
 SET inventory.default_ttl = '2min';
@@ -60,6 +67,8 @@ SELECT version FROM inventory.stock WHERE sku = 'R-CAP';
 
 -- every committed change counts one version; the cache agrees with the tables
 SELECT * FROM inventory.stock WHERE sku LIKE 'R-%' ORDER BY sku;
+\c - shop_admin
 SELECT sku, kind, qty, state FROM inventory.ledger
  WHERE sku LIKE 'R-%' ORDER BY order_id, batch_id;
+\c - shop_monitor
 SELECT * FROM inventory.verify();

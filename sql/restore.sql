@@ -1,7 +1,11 @@
--- a restore: COPY of every column, by the owner, as pg_dump writes them
+-- a restore: COPY of every column, by the owner, as pg_dump writes them.
+-- The owner of the tables is the superuser who created the extension, as
+-- pg_restore runs it: every restoring COPY here is the superuser's; the
+-- application, the administrator and the monitor connect as themselves
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
 RESET client_min_messages;
+\ir test/roles.sql
 SET search_path = public, inventory;
 
 -- the SKUs' base rows, then their movements in every state: folded
@@ -25,21 +29,28 @@ x-open	2	reserve	X-MUG	2	\N	PENDING	2026-01-01 10:06:00+00	2099-01-01 00:00:00+0
 x-count	1	adjust	X-MUG	-1	4	\N	2026-01-01 10:07:00+00	\N	\N	f	\N
 x-open	3	reserve	X-LIM	2	\N	PENDING	2026-01-01 10:06:00+00	2099-01-01 00:00:00+00	\N	f	buyer-1
 \.
+\c - shop_app
 SELECT * FROM inventory.stock WHERE sku LIKE 'X-%' ORDER BY sku;
 -- a restore does not go through the cache: the SKUs are loaded from the
 -- restored tables at their first use
+\c - shop_monitor
 SELECT count(*) AS cached FROM inventory.sku_stats WHERE sku LIKE 'X-%';
+\c - shop_app
 SELECT inventory.available('X-TEE'), inventory.available('X-MUG');
+\c - shop_monitor
 SELECT sku, on_hand, reserved, holds, available, version, unfolded
   FROM inventory.sku_stats WHERE sku LIKE 'X-%' ORDER BY sku;
 SELECT * FROM inventory.verify();
 
 -- the restored keys answer replays; the PENDING ones hold their units
+\c - shop_app
 SELECT ok, status, state FROM inventory.reserve('X-TEE', 2, 'x-paid');
 SELECT ok, status, state FROM inventory.confirm('x-paid');
 SELECT ok, status, state FROM inventory.cancel('x-gone');
 SELECT ok, status, state FROM inventory.confirm('x-late');
+\c - shop_admin
 SELECT ok, status, state FROM inventory.restock('X-MUG', 5, 'x-in-2');
+\c - shop_app
 SELECT ok, status, available FROM inventory.reserve('X-TEE', 1, 'x-one-more');
 SELECT ok, status, available FROM inventory.reserve('X-MUG', 3, 'x-too-many');
 -- the rules and the buyers come back with them: buyer-1 holds 2 units of
@@ -51,6 +62,8 @@ SELECT ok, status, state FROM inventory.confirm('x-open', 2);
 
 -- a row that the state machine cannot have produced is refused, and with
 -- it the whole COPY
+\c - postgres
+SET search_path = public, inventory;
 COPY inventory.ledger FROM stdin;
 y-1	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f	\N
 y-2	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N
@@ -70,10 +83,13 @@ y-6	1	reserve	X-TEE	1	\N	CANCELLED	2026-01-01 10:00:00+00	2026-01-01 10:15:00+00
 COPY inventory.ledger FROM stdin;
 y-7	1	restock	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
+\c - shop_admin
 SELECT count(*) AS landed FROM inventory.ledger WHERE order_id LIKE 'y-%';
 
 -- movements that together take more than the SKU has are refused as a
 -- whole, whatever their order
+\c - postgres
+SET search_path = public, inventory;
 COPY inventory.ledger FROM stdin;
 z-1	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 z-2	1	reserve	X-MUG	4	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N
@@ -87,63 +103,85 @@ COPY inventory.ledger FROM stdin;
 z-5	1	reserve	X-MUG	3	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N
 z-6	1	restock	X-MUG	3	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
+\c - shop_app
 SELECT * FROM inventory.stock WHERE sku = 'X-MUG';
 
 -- the ledger may come before the SKUs' base rows (a parallel pg_restore):
 -- until its base row arrives, the SKU does not exist
+\c - postgres
+SET search_path = public, inventory;
 COPY inventory.ledger FROM stdin;
 w-in	1	restock	X-CAP	2	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 w-sold	1	reserve	X-CAP	5	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	f	\N
 w-open	1	reserve	X-CAP	1	\N	PENDING	2026-01-01 10:01:00+00	2099-01-01 00:00:00+00	\N	f	\N
 \.
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('X-CAP', 1, 'w-early');
 SELECT inventory.available('X-CAP');
+\c - shop_admin
 SELECT count(*) AS folded FROM (SELECT inventory.fold()) f, inventory.ledger
  WHERE sku = 'X-CAP' AND folded;
 SELECT * FROM inventory.stock WHERE sku = 'X-CAP';
 -- a base that does not add up with them is refused
+\c - postgres
+SET search_path = public, inventory;
 COPY inventory.sku FROM stdin;
 X-CAP	2	0	2026-01-01 10:00:00+00	\N	\N	\N
 \.
 COPY inventory.sku FROM stdin;
 X-CAP	4	0	2026-01-01 10:00:00+00	\N	\N	\N
 \.
+\c - shop_app
 SELECT * FROM inventory.stock WHERE sku = 'X-CAP';
 SELECT ok, status, available FROM inventory.reserve('X-CAP', 1, 'w-late');
+\c - shop_monitor
 SELECT * FROM inventory.verify();
 
 -- a base below zero waits for the movements that bring it back: the
 -- ledger's restore refuses it when they are not there
+\c - postgres
+SET search_path = public, inventory;
 COPY inventory.sku FROM stdin;
 X-BAD	-1	0	2026-01-01 10:00:00+00	\N	\N	\N
 \.
 COPY inventory.ledger FROM stdin;
 v-in	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
+\c - shop_admin
 SELECT count(*) AS landed FROM inventory.ledger WHERE order_id = 'v-in';
 DELETE FROM inventory.sku WHERE sku = 'X-BAD';
 
 -- a restore does not go through the cache, so it takes any number of
 -- SKUs: more than the cache holds (inventory.max_skus is 1000 here)
+\c - postgres
+SET search_path = public, inventory;
 COPY inventory.sku FROM PROGRAM $$seq 1 1500 | awk '{printf "X-MANY-%d\t0\t0\t2026-01-01 00:00:00+00\t\\N\t\\N\t\\N\n", $1}'$$;
 COPY inventory.ledger FROM PROGRAM $$seq 1 1500 | awk '{printf "m-%d\t1\trestock\tX-MANY-%d\t2\t\\N\t\\N\t2026-01-01 00:00:00+00\t\\N\t\\N\tf\t\\N\n", $1, $1}'$$;
+\c - shop_app
 SELECT count(*) AS skus, sum(available) AS available FROM inventory.stock WHERE sku LIKE 'X-MANY-%';
 SELECT count(*) AS on_sale FROM generate_series(1, 1500) i
  WHERE inventory.available('X-MANY-' || i) = 2;
+\c - shop_monitor
 SELECT count(*) FROM inventory.verify();
 
 -- a SKU created by hand or by restock() meets the movements restored
 -- without it, and must add up with them
+\c - postgres
+SET search_path = public, inventory;
 COPY inventory.ledger FROM stdin;
 t-sold	1	reserve	X-HAT	3	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	f	\N
 \.
+\c - shop_admin
 SELECT ok, status FROM inventory.restock('X-HAT', 5, 't-in');
 INSERT INTO inventory.sku (sku, on_hand) VALUES ('X-HAT', 2);
 INSERT INTO inventory.sku (sku, on_hand) VALUES ('X-HAT', 3);
 SELECT * FROM inventory.stock WHERE sku = 'X-HAT';
 
 -- after a restore, its transaction changes nothing else until it commits;
--- a restore must come first in its transaction
+-- a restore must come first in its transaction (the calls are the
+-- owner's, in the restoring transaction itself)
+\c - postgres
+SET search_path = public, inventory;
 BEGIN;
 COPY inventory.ledger FROM stdin;
 s-1	1	restock	X-TEE	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
@@ -157,24 +195,28 @@ COPY inventory.ledger FROM stdin;
 s-4	1	restock	X-TEE	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
 ROLLBACK;
+\c - shop_admin
 SELECT count(*) AS landed FROM inventory.ledger WHERE order_id LIKE 's-%';
 
 -- COPY of some columns, or by anyone but the owner, is not a restore: its
 -- rows are new movements
+\c - postgres
+SET search_path = public, inventory;
 COPY inventory.ledger (order_id, batch_id, kind, sku, qty, state) FROM stdin;
 u-1	1	reserve	X-TEE	1	CONFIRMED
 \.
-CREATE ROLE restore_clerk IN ROLE inventory_admin;
-SET ROLE restore_clerk;
+\c - shop_admin
 COPY inventory.ledger FROM stdin;
 u-2	1	reserve	X-TEE	1	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N
 \.
-RESET ROLE;
-DROP ROLE restore_clerk;
--- INSERT never is
+-- INSERT never is, not even the owner's
+\c - postgres
+SET search_path = public, inventory;
 INSERT INTO inventory.ledger
 VALUES ('u-3', 1, 'reserve', 'X-TEE', 1, NULL, 'CONFIRMED', '2026-01-01 10:00:00+00',
 		'2099-01-01 00:00:00+00', '2026-01-01 10:01:00+00', false);
 
+\c - shop_app
 SELECT * FROM inventory.stock WHERE sku LIKE 'X-%' AND sku NOT LIKE 'X-MANY-%' ORDER BY sku;
+\c - shop_monitor
 SELECT * FROM inventory.verify();

@@ -2,7 +2,9 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
 RESET client_min_messages;
+\ir test/roles.sql
 
+\c - shop_admin
 SELECT ok, status FROM inventory.restock('RU-TEE', 10, 'l-in-1');
 SELECT ok, status FROM inventory.restock('RU-CAP', 10, 'l-in-2');
 
@@ -15,6 +17,7 @@ SELECT sku, max_per_buyer, sale_starts IS NULL AS always, sale_ends IS NULL AS f
 
 -- a limited SKU needs a buyer: a status, not an error, since the rule may
 -- be set while applications run
+\c - shop_app
 SELECT ok, status, available FROM inventory.reserve('RU-TEE', 1, 'l-anon');
 
 -- a buyer's units count across orders, PENDING and CONFIRMED alike
@@ -22,8 +25,10 @@ SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-1', buyer_id => 'an
 SELECT ok, status FROM inventory.confirm('l-ann-1');
 SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-2', buyer_id => 'ann');
 SELECT ok, status, available FROM inventory.reserve('RU-TEE', 1, 'l-ann-3', buyer_id => 'ann');
+\c - shop_admin
 SELECT count(*) FROM inventory.ledger WHERE order_id = 'l-ann-3';
 -- another buyer has a limit of their own
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('RU-TEE', 2, 'l-bob-1', buyer_id => 'bob');
 SELECT ok, status FROM inventory.reserve('RU-TEE', 3, 'l-cy-1', buyer_id => 'cy');
 
@@ -37,47 +42,62 @@ SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-2');
 SELECT ok, status FROM inventory.cancel('l-ann-2');
 SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-4', buyer_id => 'ann', ttl => '1 millisecond');
 SELECT pg_sleep(0.01);
+\c - shop_admin
 SELECT inventory.expire();
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-5', buyer_id => 'ann');
 
 -- folding moves the stock into inventory.sku; the buyer's units stay in
 -- the ledger, where they are counted
+\c - shop_admin
 SELECT inventory.fold() > 0 AS folded;
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-6', buyer_id => 'ann');
+\c - shop_admin
 SELECT buyer_id, sum(qty) AS units FROM inventory.ledger
  WHERE sku = 'RU-TEE' AND state IN ('PENDING', 'CONFIRMED') GROUP BY buyer_id ORDER BY buyer_id;
 
 -- a lower limit keeps what buyers hold and stops new units
 SELECT inventory.set_rules('RU-TEE', max_per_buyer => 1);
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-bob-2', buyer_id => 'bob');
 SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-dee-1', buyer_id => 'dee');
 
 -- a confirmed reservation that counts towards a limit stays in the ledger,
 -- even folded
+\c - shop_admin
 SELECT inventory.fold() >= 0 AS folded;
 DELETE FROM inventory.ledger WHERE order_id = 'l-ann-1';
 
 -- without the limit, anyone may buy, and a buyer is still recorded
 SELECT inventory.set_rules('RU-TEE');
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-anon');
 SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-eve-1', buyer_id => 'eve');
+\c - shop_admin
 SELECT buyer_id FROM inventory.ledger WHERE order_id = 'l-eve-1';
 
 -- the sale window [sale_starts, sale_ends): outside it, not_on_sale,
 -- decided in shared memory like a sold-out answer
 SELECT inventory.set_rules('RU-CAP', sale_starts => now() + interval '1 hour');
+\c - shop_app
 SELECT ok, status, available FROM inventory.reserve('RU-CAP', 1, 'l-early');
+\c - shop_admin
 SELECT inventory.set_rules('RU-CAP', sale_starts => now() - interval '1 hour',
                            sale_ends => now() + interval '1 hour');
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-in-window', ttl => '1 day');
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-in-window-2', ttl => '1 day');
 -- the window closes: no new reservations, but those made inside it are
 -- still extended, confirmed and cancelled
+\c - shop_admin
 SELECT inventory.set_rules('RU-CAP', sale_ends => now());
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-late');
 SELECT ok, status FROM inventory.extend('l-in-window', 1, '2 days');
 SELECT ok, status FROM inventory.confirm('l-in-window');
 SELECT ok, status FROM inventory.cancel('l-in-window-2');
+\c - shop_admin
 SELECT count(*) FROM inventory.ledger WHERE order_id IN ('l-early', 'l-late');
 
 -- set_rules checks its input
@@ -87,7 +107,9 @@ SELECT inventory.set_rules('RU-NOPE', max_per_buyer => 1);
 SELECT inventory.set_rules(NULL, max_per_buyer => 1);
 
 -- direct DML passes the same enforcement point: the table's checks, and the
--- cache follows at commit (terse: the failing rows hold timestamps)
+-- cache follows at commit (terse: the failing rows hold timestamps); the
+-- reserve in the transaction of the UPDATE is the administrator's, who may
+-- call it too
 \set VERBOSITY terse
 UPDATE inventory.sku SET max_per_buyer = -1 WHERE sku = 'RU-CAP';
 UPDATE inventory.sku SET sale_starts = '2026-02-01', sale_ends = '2026-01-01' WHERE sku = 'RU-CAP';
@@ -97,7 +119,9 @@ UPDATE inventory.sku SET sale_ends = NULL, max_per_buyer = 1 WHERE sku = 'RU-CAP
 -- not before the commit
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-before-commit');
 ROLLBACK;
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-after-rollback');
+\c - shop_admin
 BEGIN;
 SAVEPOINT s;
 UPDATE inventory.sku SET sale_ends = NULL WHERE sku = 'RU-CAP';
@@ -105,14 +129,18 @@ ROLLBACK TO SAVEPOINT s;
 UPDATE inventory.sku SET max_per_buyer = 1 WHERE sku = 'RU-CAP';
 COMMIT;
 -- the savepoint's change is gone: the window is still closed
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-after-savepoint', buyer_id => 'ann');
 -- and the later one is in force: once open, the SKU has a limit of 1
+\c - shop_admin
 UPDATE inventory.sku SET sale_ends = NULL WHERE sku = 'RU-CAP';
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-open-again');
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-open-again', buyer_id => 'ann');
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-open-again-2', buyer_id => 'ann');
 
 -- a reservation inserted by hand follows the rules, with errors
+\c - shop_admin
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
 VALUES ('l-hand-1', 1, 'reserve', 'RU-CAP', 1);
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, buyer_id)
@@ -133,6 +161,7 @@ VALUES ('l-hand-5', 1, 'restock', 'RU-CAP', 1, 'gus');
 UPDATE inventory.ledger SET buyer_id = 'bob' WHERE order_id = 'l-ann-5';
 UPDATE inventory.ledger SET buyer_id = NULL WHERE order_id = 'l-ann-5';
 
+\c - shop_monitor
 SELECT sku, on_hand, reserved, available, max_per_buyer FROM inventory.stock
  WHERE sku LIKE 'RU-%' ORDER BY sku;
 SELECT * FROM inventory.verify();
@@ -141,6 +170,7 @@ SELECT * FROM inventory.verify();
 -- behind the trigger's back, by a superuser who turns it off in the catalog
 -- (ALTER TABLE ... DISABLE TRIGGER leaves it on), shows (moments as seconds
 -- since 1970)
+\c - postgres
 UPDATE pg_catalog.pg_trigger SET tgenabled = 'D'
  WHERE tgrelid = 'inventory.sku'::regclass AND tgname IN ('a_check', 'z_register');
 \c
@@ -148,10 +178,12 @@ UPDATE inventory.sku SET max_per_buyer = 5, sale_starts = '2026-01-01 00:00+00'
  WHERE sku = 'RU-CAP';
 UPDATE pg_catalog.pg_trigger SET tgenabled = 'A'
  WHERE tgrelid = 'inventory.sku'::regclass AND tgname IN ('a_check', 'z_register');
-\c
+\c - shop_monitor
 SELECT * FROM inventory.verify() WHERE what <> 'sale_starts';
 SELECT what, cached > extract(epoch FROM now()) AS cached_later, truth
   FROM inventory.verify() WHERE what = 'sale_starts';
 -- a change through the trigger brings them together again
+\c - shop_admin
 SELECT inventory.set_rules('RU-CAP');
+\c - shop_monitor
 SELECT * FROM inventory.verify();

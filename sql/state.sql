@@ -1,7 +1,10 @@
--- inventory.state: a one-byte base type for the reservation lifecycle
+-- inventory.state: a one-byte base type for the reservation lifecycle;
+-- PUBLIC may use it, so the application does
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
 RESET client_min_messages;
+\ir test/roles.sql
+\c - shop_app
 SET search_path = public, inventory;
 
 -- input is case-insensitive and ignores surrounding white space
@@ -17,14 +20,19 @@ SELECT 'PENDING X'::state;
 SELECT pg_column_size('EXPIRED'::state) AS bytes,
        typlen, typbyval FROM pg_type WHERE oid = 'inventory.state'::regtype;
 
--- the binary form is the name
+-- the binary form is the name (a COPY through a server file: the
+-- superuser's, test scaffolding)
 SELECT state_send('CONFIRMED');
+\c - postgres
+SET search_path = public, inventory;
 CREATE TEMP TABLE states_bin (s state);
 INSERT INTO states_bin VALUES ('PENDING'), ('CONFIRMED'), ('CANCELLED'), ('EXPIRED');
 COPY states_bin TO '/tmp/inventory_regress_states.bin' (FORMAT binary);
 TRUNCATE states_bin;
 COPY states_bin FROM '/tmp/inventory_regress_states.bin' (FORMAT binary);
 SELECT s FROM states_bin ORDER BY s;
+\c - shop_app
+SET search_path = public, inventory;
 
 -- the states sort in lifecycle order
 SELECT s FROM unnest('{EXPIRED,PENDING,CANCELLED,CONFIRMED}'::state[]) s ORDER BY s;

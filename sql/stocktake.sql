@@ -2,8 +2,10 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
 RESET client_min_messages;
+\ir test/roles.sql
 
 -- restock creates the SKU on first use
+\c - shop_admin
 SELECT ok, status, sku, qty, state, available, version
   FROM inventory.restock('S-PEN', 10, 's-delivery-1');
 SELECT sku, on_hand, version FROM inventory.sku WHERE sku = 'S-PEN';
@@ -11,10 +13,12 @@ SELECT ok, status, available, version FROM inventory.restock('S-PEN', 5, 's-deli
 SELECT ok, status, available, version FROM inventory.restock('S-PEN', 5, 's-delivery-2');
 SELECT * FROM inventory.restock('S-PEN', 6, 's-delivery-2');
 
+\c - shop_app
 SELECT ok, status FROM inventory.reserve('S-PEN', 4, 's-order-1');
 SELECT * FROM inventory.stock WHERE sku = 'S-PEN';
 
 -- adjust sets the counted on_hand
+\c - shop_admin
 SELECT ok, status, qty, available, version FROM inventory.adjust('S-PEN', 12, 's-count-1');
 SELECT * FROM inventory.stock WHERE sku = 'S-PEN';
 SELECT kind, qty, counted FROM inventory.ledger WHERE order_id = 's-count-1';
@@ -57,4 +61,5 @@ SELECT ok, status FROM inventory.restock('S-BIG', 9223372036854775000, 's-big-1'
 SELECT * FROM inventory.restock('S-BIG', 1000, 's-big-2');
 SELECT * FROM inventory.stock WHERE sku = 'S-BIG';
 
+\c - shop_monitor
 SELECT * FROM inventory.verify();

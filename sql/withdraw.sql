@@ -2,11 +2,15 @@
 -- or held ones; idempotent by key like every movement
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
+\ir test/roles.sql
 
+\c - shop_admin
 SELECT ok, status, available FROM inventory.restock('WD-A', 10, 'wd-in-1');
+\c - shop_app
 SELECT ok, status, available FROM inventory.reserve('WD-A', 4, 'wd-r-1');
 
 -- more than is available is refused, and writes nothing
+\c - shop_admin
 SELECT ok, status, sku, qty, state, available, version FROM inventory.withdraw('WD-A', 7, 'wd-out-1');
 SELECT count(*) FROM inventory.ledger WHERE order_id = 'wd-out-1';
 -- what is available is taken
@@ -21,7 +25,9 @@ SELECT * FROM inventory.withdraw('WD-A', 5, 'wd-out-1');
 SELECT * FROM inventory.restock('WD-A', 6, 'wd-out-1');
 SELECT * FROM inventory.withdraw('WD-A', 4, 'wd-r-1');
 -- the reservation is untouched: cancelling it makes its units available
+\c - shop_app
 SELECT ok, status, available FROM inventory.cancel('wd-r-1');
+\c - shop_admin
 SELECT ok, status, available FROM inventory.withdraw('WD-A', 4, 'wd-out-2', 2);
 
 -- unknown SKU, nothing available, a rolled-back withdrawal
@@ -56,5 +62,6 @@ SELECT * FROM inventory.withdraw('WD-A', 1, NULL);
 SELECT inventory.fold() > 0 AS folded;
 SELECT sku, on_hand, reserved, available, version FROM inventory.stock WHERE sku = 'WD-A';
 SELECT on_hand FROM inventory.sku WHERE sku = 'WD-A';
+\c - shop_monitor
 SELECT restocks, adjusts, rejects FROM inventory.sku_stats WHERE sku = 'WD-A';
 SELECT * FROM inventory.verify();

@@ -11,7 +11,8 @@ use PostgreSQL::Test::Utils;
 
 our @EXPORT_OK = qw(inventory_node wait_until history_sql sale_sql replay_checks sells_once
   describe_sql key_checks_sql reserve_now_client reserve_now_log stock_vs_ledger_sql
-  express_writer_sql psql_session said wait_said);
+  express_writer_sql psql_session said wait_said inventory_roles as_app as_admin as_monitor
+  as_role ROLES_SQL);
 
 # inventory_node(NAME, [CONF, [INIT_ARGS...]]): a new server, initialised
 # with INIT_ARGS (allows_streaming => 1, ...), that preloads inventory and
@@ -27,17 +28,48 @@ sub inventory_node
 	return $node;
 }
 
-# psql_session(NODE, TIMEOUT, ON_ERROR_STOP, [DBNAME]): a psql session on
-# NODE's database DBNAME (postgres), driven by hand: write statements to
-# $s->{in}, read what it said in $s->{out} (with said() and wait_said()),
-# $s->{err}.
+# The login roles the tests call the API as, one per role of the manual:
+# shop_app (inventory_app: what an application calls), shop_admin
+# (inventory_admin: administration) and shop_monitor (inventory_monitor:
+# reading).  ROLES_SQL, test/roles.sql (as the regression files run it),
+# creates them, once per server, after CREATE EXTENSION inventory (which
+# creates the roles they join).
+use constant ROLES_SQL => slurp_file(__FILE__ =~ s{test/t/lib/InventoryTest\.pm$}{test/roles.sql}r);
+
+# inventory_roles(NODE, [DBNAME]): creates the login roles (ROLES_SQL), as
+# the superuser, in DBNAME (postgres), where the extension is.
+sub inventory_roles
+{
+	my ($node, $dbname) = @_;
+	$node->safe_psql($dbname // 'postgres', ROLES_SQL);
+	return;
+}
+
+# as_role(NODE, ROLE, DBNAME, SQL, [PSQL_PARAMS...]): safe_psql connected
+# as ROLE (a new connection: the role's own settings apply);
+# as_app / as_admin / as_monitor(NODE, DBNAME, SQL, ...): as shop_app,
+# shop_admin, shop_monitor.
+sub as_role
+{
+	my ($node, $role, $dbname, $sql, %params) = @_;
+	return $node->safe_psql($dbname, $sql, %params,
+		extra_params => [ '-U', $role, @{ $params{extra_params} // [] } ]);
+}
+sub as_app { my $node = shift; return as_role($node, 'shop_app', @_); }
+sub as_admin { my $node = shift; return as_role($node, 'shop_admin', @_); }
+sub as_monitor { my $node = shift; return as_role($node, 'shop_monitor', @_); }
+
+# psql_session(NODE, TIMEOUT, ON_ERROR_STOP, [DBNAME, [ROLE]]): a psql
+# session on NODE's database DBNAME (postgres), as ROLE (the superuser),
+# driven by hand: write statements to $s->{in}, read what it said in
+# $s->{out} (with said() and wait_said()), $s->{err}.
 sub psql_session
 {
-	my ($node, $timeout, $on_error_stop, $dbname) = @_;
+	my ($node, $timeout, $on_error_stop, $dbname, $role) = @_;
 	my %s = (in => '', out => '', err => '');
 	$s{run} = IPC::Run::start(
 		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=' . ($on_error_stop ? 1 : 0),
-		  '-d', $node->connstr($dbname // 'postgres') ],
+		  '-d', $node->connstr($dbname // 'postgres') . (defined $role ? " user=$role" : '') ],
 		'<', \$s{in}, '>', \$s{out}, '2>', \$s{err},
 		IPC::Run::timeout($timeout));
 	return \%s;
@@ -73,10 +105,11 @@ sub wait_until
 	return $cond->();
 }
 
-# reserve_now_client(NODE, DBNAME, NAME, CALLS, [TIMEOUT]): a psql process
-# that makes the calls of CALLS in order, each {sku, qty, key[, buyer]} one
-# inventory.reserve_now() in a statement of its own (autocommit; ttl 1
-# hour), as application NAME.  Before call i it prints "SENT i" and once
+# reserve_now_client(NODE, DBNAME, NAME, CALLS, [TIMEOUT, [ROLE]]): a psql
+# process that makes the calls of CALLS in order, each {sku, qty, key[,
+# buyer]} one inventory.reserve_now() in a statement of its own
+# (autocommit; ttl 1 hour), as application NAME, connected as ROLE (the
+# superuser; shop_app, say, once inventory_roles() made it).  Before call i it prints "SENT i" and once
 # the call has answered "ACK i STATUS", with \warn to its stderr (which is
 # unbuffered); with ON_ERROR_STOP a call that fails ends the script.  A
 # call with a SENT line and no ACK line is the one that was in flight when
@@ -85,7 +118,7 @@ sub wait_until
 # (seconds) bounds its whole run.
 sub reserve_now_client
 {
-	my ($node, $dbname, $name, $calls, $timeout) = @_;
+	my ($node, $dbname, $name, $calls, $timeout, $role) = @_;
 	my $dir = PostgreSQL::Test::Utils::tempdir;
 	my $script = "$dir/$name.sql";
 	open my $fh, '>', $script or die "$script: $!";
@@ -101,7 +134,8 @@ sub reserve_now_client
 	my $log = "$PostgreSQL::Test::Utils::log_path/${name}";
 	my $h = IPC::Run::start(
 		[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $script,
-		  '-d', $node->connstr($dbname) . " application_name=$name" ],
+		  '-d', $node->connstr($dbname) . " application_name=$name"
+			. (defined $role ? " user=$role" : '') ],
 		'<', '/dev/null', '>', "$log.out", '2>', "$log.err",
 		IPC::Run::timeout($timeout // $PostgreSQL::Test::Utils::timeout_default));
 	return { h => $h, err => "$log.err", calls => $calls, name => $name };
