@@ -876,16 +876,17 @@ reconcile_counts() {
 # of a SKU of their own, inserted with the worker off, then cleared by the
 # worker while case 4 runs at EXPIRY_CLIENTS clients, timed from switching
 # the worker on until their units are back on sale; records caseID.  In 8r
-# a reconciler is set first: bench_reconcile() looks each order up in
-# bench_payments (one indexed lookup), where every order of the backlog is
-# unpaid, and answers expire.  Both end with every reservation EXPIRED: they
+# a reconciler is set first: bench_shop.reconcile(), owned by the shop's
+# role bench_shop as the rules of a reconciler ask, looks each order up in
+# bench_shop.payments (one indexed lookup), where every order of the backlog
+# is unpaid, and answers expire.  Both end with every reservation EXPIRED: they
 # differ by the cost of asking alone.  Each cleans up after itself, so
 # either runs whether or not the other ran before it.
 expiry_case() {
 	local id=$1 sku=EXP-1 reconciler='' overdue chunk lo hi secs load_pid sampler_pid load_ok runs n
 	local worker_cpu autovac_cpu autovac_n load_tps ask=() e0 o0 e1 o1
 	local stop=$DIR/case$id-stop load_log=$DIR/pgbench-$id-load.log
-	[ "$id" = 8r ] && sku=EXP-R reconciler='bench_reconcile(text,integer)'
+	[ "$id" = 8r ] && sku=EXP-R reconciler='bench_shop.reconcile(text,integer)'
 	inv_log "case $id: a backlog of $BACKLOG overdue reservations${reconciler:+, with a reconciler}"
 	sql "ALTER SYSTEM SET inventory.worker_enabled = off" >/dev/null
 	sql "ALTER SYSTEM SET inventory.expire_batch = $EXPIRE_BATCH" >/dev/null
@@ -907,14 +908,22 @@ expiry_case() {
 		# the application's payments, as it records them: a row for every
 		# order of the backlog, none of them paid
 		psql_b >/dev/null <<SQL || error "case 8r: creating the payments and the reconciler failed"
-CREATE TABLE bench_payments (order_id text PRIMARY KEY, state text NOT NULL);
-INSERT INTO bench_payments SELECT 'o8r-' || g, 'unpaid' FROM generate_series(1, $BACKLOG) g;
-CREATE FUNCTION bench_reconcile(order_id text, batch_id integer) RETURNS text
-	LANGUAGE sql STABLE SET search_path = public, pg_catalog AS \$\$
-	SELECT CASE (SELECT p.state FROM bench_payments p WHERE p.order_id = bench_reconcile.order_id)
+DO \$\$ BEGIN
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'bench_shop') THEN
+		CREATE ROLE bench_shop;
+	END IF;
+END \$\$;
+CREATE SCHEMA bench_shop AUTHORIZATION bench_shop;
+CREATE TABLE bench_shop.payments (order_id text PRIMARY KEY, state text NOT NULL);
+INSERT INTO bench_shop.payments SELECT 'o8r-' || g, 'unpaid' FROM generate_series(1, $BACKLOG) g;
+ALTER TABLE bench_shop.payments OWNER TO bench_shop;
+CREATE FUNCTION bench_shop.reconcile(order_id text, batch_id integer) RETURNS text
+	LANGUAGE sql STABLE SET search_path = pg_catalog, bench_shop, pg_temp AS \$\$
+	SELECT CASE (SELECT p.state FROM payments p WHERE p.order_id = reconcile.order_id)
 	       WHEN 'paid' THEN 'confirm' ELSE 'expire' END
 \$\$;
-ANALYZE bench_payments;
+ALTER FUNCTION bench_shop.reconcile(text, integer) OWNER TO bench_shop;
+ANALYZE bench_shop.payments;
 SQL
 	fi
 	# and what the cases before left to vacuum: an autovacuum of their tables
@@ -939,7 +948,7 @@ SQL
 		sql "SELECT inventory.set_reconciler('$reconciler')" >/dev/null ||
 			error "case 8r: inventory.set_reconciler('$reconciler') failed"
 		check "case 8r: the reconciler is set, and every order of the backlog is overdue for less than inventory.reconcile_max_wait ($(sql "SHOW inventory.reconcile_max_wait")), so it is asked about" \
-			"$(sql "SELECT to_regprocedure('inventory.reconciler(text,integer)') IS NOT NULL
+			"$(sql "SELECT EXISTS (SELECT FROM pg_proc WHERE proname = 'reconciler' AND pronamespace = 'inventory'::regnamespace)
 			          AND min(expires_at) > now() - current_setting('inventory.reconcile_max_wait')::interval
 			        FROM inventory.ledger WHERE sku = '$sku'")"
 		read -r e0 o0 < <(reconcile_counts)
@@ -992,7 +1001,8 @@ SQL
 			"$([ $((e1 - e0)) -eq "$BACKLOG" ] && [ $((o1 - o0)) -eq 0 ] && echo t)"
 		sql "SELECT inventory.set_reconciler(NULL)" >/dev/null
 		check "case 8r: set_reconciler(NULL) removed the reconciler" \
-			"$(sql "SELECT to_regprocedure('inventory.reconciler(text,integer)') IS NULL")"
+			"$(sql "SELECT NOT EXISTS (SELECT FROM pg_proc WHERE proname = 'reconciler' AND pronamespace = 'inventory'::regnamespace)")"
+		sql "DROP SCHEMA bench_shop CASCADE" >/dev/null
 	fi
 	sql "ALTER SYSTEM RESET inventory.expire_batch" >/dev/null
 	sql "SELECT pg_reload_conf()" >/dev/null
