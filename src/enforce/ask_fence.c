@@ -6,7 +6,8 @@
  * (tables/sandbox.h), the API's calls are refused where they reach the
  * cache and writes where the trigger sees them; here the rest: a call of
  * any function of the extension's schema (the object access hook, which
- * the executor calls as it prepares each function), a query that reads
+ * the executor calls as it prepares each function, in utility.c), a query
+ * that reads
  * any relation of the schema (the executor's permission check, which
  * COPY TO makes too) and LOCK TABLE of one (the utility hook), which would
  * hold every buyer back for as long as the application's code chose.
@@ -15,7 +16,6 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
-#include "catalog/objectaccess.h"
 #include "executor/executor.h"
 #include "nodes/parsenodes.h"
 #include "utils/lsyscache.h"
@@ -25,7 +25,6 @@
 #include "tables/sandbox.h"
 
 static ExecutorCheckPerms_hook_type prev_check_perms = NULL;
-static object_access_hook_type prev_object_access = NULL;
 
 /* Is the relation in the extension's schema? */
 static bool
@@ -56,15 +55,14 @@ AskFenceCheckPerms(List *rtable, bool ereport_on_violation)
 	return true;
 }
 
-/* A function of the extension, prepared for a call in an ask: refused. */
-static void
-AskFenceObjectAccess(ObjectAccessType access, Oid classId, Oid objectId,
-					 int subId, void *arg)
+/*
+ * A function of the extension, prepared for a call in an ask: refused.
+ * From the object access hook (utility.c), at OAT_FUNCTION_EXECUTE.
+ */
+void
+AskFenceCheckFunction(Oid funcid)
 {
-	if (prev_object_access)
-		prev_object_access(access, classId, objectId, subId, arg);
-	if (unlikely(inv_asking) && access == OAT_FUNCTION_EXECUTE &&
-		get_func_namespace(objectId) == InvGetCatalog()->schema)
+	if (unlikely(inv_asking) && get_func_namespace(funcid) == InvGetCatalog()->schema)
 		SandboxRefusal();
 }
 
@@ -90,6 +88,4 @@ AskFenceInit(void)
 {
 	prev_check_perms = ExecutorCheckPerms_hook;
 	ExecutorCheckPerms_hook = AskFenceCheckPerms;
-	prev_object_access = object_access_hook;
-	object_access_hook = AskFenceObjectAccess;
 }

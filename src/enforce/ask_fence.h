@@ -12,5 +12,6 @@
 
 extern void AskFenceInit(void);
 extern void AskFenceCheckUtility(Node *stmt);
+extern void AskFenceCheckFunction(Oid funcid);
 
 #endif							/* INVENTORY_ASK_FENCE_H */

@@ -24,6 +24,9 @@
  * - CREATE and ALTER PUBLICATION, ALTER TABLE of those tables and DROP
  *   INDEX are refused when they would make PostgreSQL refuse every UPDATE
  *   or DELETE of the tables (publication.c).
+ * - In an ask of a reconciler, LOCK TABLE of the extension's tables and a
+ *   call of its functions are refused (ask_fence.c): this file's hooks
+ *   call its checks.
  */
 #include "postgres.h"
 
@@ -156,7 +159,7 @@ IsTemplate(Oid dboid)
  * CREATEDB, a template, a name that is free, a tablespace it may use) are
  * repeated here first, so that one that is refused disturbs no worker and
  * no writer.  DROP DATABASE is paused from the object access hook instead,
- * where dropdb() calls it after its ownership check (DropDatabaseHook).
+ * where dropdb() calls it after its ownership check (InvObjectAccess).
  */
 static Oid
 DatabaseToPause(Node *stmt)
@@ -216,21 +219,25 @@ DatabaseToPause(Node *stmt)
 }
 
 /*
- * dropdb() calls the drop hook of the database after its ownership check
- * and before it waits for the database's connections to end: the workers
- * and the writer are sent away here, and come back when the statement
- * ends (InvProcessUtility).  A template or the current database is
- * refused just after, so neither is paused.
+ * The object access hook: dropdb() calls the drop hook of the database
+ * after its ownership check and before it waits for the database's
+ * connections to end, so the workers and the writer are sent away here,
+ * and come back when the statement ends (InvProcessUtility); a template
+ * or the current database is refused just after, so neither is paused.
+ * The executor calls the hook as it prepares each function a statement
+ * calls: an ask of a reconciler may not call the extension's.
  */
 static void
-DropDatabaseHook(ObjectAccessType access, Oid classId, Oid objectId,
-				 int subId, void *arg)
+InvObjectAccess(ObjectAccessType access, Oid classId, Oid objectId,
+				int subId, void *arg)
 {
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
-	if (access == OAT_DROP && classId == DatabaseRelationId &&
-		!OidIsValid(paused_db) && objectId != MyDatabaseId &&
-		!IsTemplate(objectId))
+	if (access == OAT_FUNCTION_EXECUTE)
+		AskFenceCheckFunction(objectId);
+	else if (access == OAT_DROP && classId == DatabaseRelationId &&
+			 !OidIsValid(paused_db) && objectId != MyDatabaseId &&
+			 !IsTemplate(objectId))
 		Pause(objectId);
 }
 
@@ -477,7 +484,7 @@ InvProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	/* the database DROP DATABASE paused, from DropDatabaseHook */
+	/* the database DROP DATABASE paused, from InvObjectAccess */
 	if (IsA(stmt, DropdbStmt) && OidIsValid(paused_db))
 		paused = paused_db;
 	Resume();
@@ -502,6 +509,6 @@ UtilityInit(void)
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = InvProcessUtility;
 	prev_object_access_hook = object_access_hook;
-	object_access_hook = DropDatabaseHook;
+	object_access_hook = InvObjectAccess;
 	AskFenceInit();
 }
