@@ -123,6 +123,14 @@ GRANT CREATE ON SCHEMA shop TO regress_other;
 SELECT inventory.set_reconciler('shop.paid(text, integer)');
 \c - postgres
 REVOKE CREATE ON SCHEMA shop FROM regress_other;
+-- and an object another role made there while it could, left behind: it
+-- could stand in for the owner's, and its maker can replace it at will
+CREATE FUNCTION shop.planted(o text) RETURNS text LANGUAGE sql RETURN 'confirm';
+ALTER FUNCTION shop.planted(text) OWNER TO regress_other;
+\c - regress_shop_admin
+SELECT inventory.set_reconciler('shop.paid(text, integer)');
+\c - postgres
+DROP FUNCTION shop.planted(text);
 -- timing beyond the server's caps, or not positive
 \c - regress_shop_admin
 SELECT inventory.set_reconciler('shop.paid(text, integer)', timeout => '1 minute');

@@ -21,8 +21,9 @@
  *	  every right, written by whoever can replace it;
  *	- with its own SET search_path, pg_catalog first and pg_temp last, no
  *	  $user, and only schemas that exist, owned by fn's owner or a
- *	  superuser, where no other role may create objects: an operator or a
- *	  function planted in a schema on the path would run as fn's owner.
+ *	  superuser, where no other role may create objects and no object is
+ *	  another role's: an operator or a function planted in a schema on the
+ *	  path would run as fn's owner.
  * Whoever sets it must have the privileges of fn's owner and may execute
  * fn (ReconcilerCheckSetter): otherwise an administrator could point the
  * expiry at any role's function and feed it order ids of their choosing.
@@ -38,17 +39,23 @@
 #include "catalog/dependency.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_conversion.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/catcache.h"
+#include "utils/rel.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -321,6 +328,105 @@ OtherCreator(HeapTuple nsptup, Oid owner)
 	return NULL;
 }
 
+/* a catalog of objects that a schema holds, and how to name one */
+typedef struct SchemaObjects
+{
+	Oid			catalog;
+	AttrNumber	nsp_attr;
+	AttrNumber	owner_attr;
+	const char *kind;
+} SchemaObjects;
+
+/*
+ * The objects a search_path finds by name, as the function's owner runs
+ * it: functions, operators, relations, types, conversions, collations.
+ */
+static const SchemaObjects schema_objects[] = {
+	{ProcedureRelationId, Anum_pg_proc_pronamespace, Anum_pg_proc_proowner, "function"},
+	{OperatorRelationId, Anum_pg_operator_oprnamespace, Anum_pg_operator_oprowner, "operator"},
+	{RelationRelationId, Anum_pg_class_relnamespace, Anum_pg_class_relowner, "relation"},
+	{TypeRelationId, Anum_pg_type_typnamespace, Anum_pg_type_typowner, "type"},
+	{ConversionRelationId, Anum_pg_conversion_connamespace, Anum_pg_conversion_conowner, "conversion"},
+	{CollationRelationId, Anum_pg_collation_collnamespace, Anum_pg_collation_collowner, "collation"},
+};
+
+/* schemas whose objects this transaction found safe, for an owner */
+#define CHECKED_SCHEMAS 8
+static LocalTransactionId checked_lxid = InvalidLocalTransactionId;
+static struct
+{
+	Oid			nsp;
+	Oid			owner;
+}			checked[CHECKED_SCHEMAS];
+static int	nchecked = 0;
+
+/*
+ * The owner, other than fn_owner and the superusers, of an object of the
+ * schema, and in *what what it is; InvalidOid when there is none.  An
+ * object another role made while it could create there -- a function that
+ * matches a call better than the owner's -- would run as fn_owner, and its
+ * maker could replace it at any time.  A scan of each catalog, so done
+ * once a transaction for a schema (the worker asks about many orders in
+ * one).
+ */
+static Oid
+OtherObjectOwner(Oid nsp, Oid fn_owner, char **what)
+{
+	if (checked_lxid != MyProc->lxid)
+	{
+		checked_lxid = MyProc->lxid;
+		nchecked = 0;
+	}
+	for (int i = 0; i < nchecked; i++)
+		if (checked[i].nsp == nsp && checked[i].owner == fn_owner)
+			return InvalidOid;
+
+	for (int c = 0; c < (int) lengthof(schema_objects); c++)
+	{
+		const SchemaObjects *so = &schema_objects[c];
+		Relation	rel = table_open(so->catalog, AccessShareLock);
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tup;
+		Oid			other = InvalidOid;
+
+		ScanKeyInit(&key, so->nsp_attr, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(nsp));
+		scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &key);
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		{
+			bool		isnull;
+			Oid			owner = DatumGetObjectId(heap_getattr(tup, so->owner_attr,
+															  RelationGetDescr(rel), &isnull));
+
+			if (owner == fn_owner || superuser_arg(owner))
+				continue;
+			other = owner;
+			*what = so->catalog == ProcedureRelationId ?
+				psprintf("function %s", format_procedure(((Form_pg_proc) GETSTRUCT(tup))->oid)) :
+				so->catalog == OperatorRelationId ?
+				psprintf("operator %s", format_operator(((Form_pg_operator) GETSTRUCT(tup))->oid)) :
+				so->catalog == RelationRelationId ?
+				psprintf("relation %s", NameStr(((Form_pg_class) GETSTRUCT(tup))->relname)) :
+				so->catalog == TypeRelationId ?
+				psprintf("type %s", format_type_be(((Form_pg_type) GETSTRUCT(tup))->oid)) :
+				psprintf("a %s", so->kind);
+			break;
+		}
+		systable_endscan(scan);
+		table_close(rel, AccessShareLock);
+		if (OidIsValid(other))
+			return other;
+	}
+	if (nchecked < CHECKED_SCHEMAS)
+	{
+		checked[nchecked].nsp = nsp;
+		checked[nchecked].owner = fn_owner;
+		nchecked++;
+	}
+	return InvalidOid;
+}
+
 /* Raises why a schema on the function's search_path is not safe. */
 static void
 CheckSchema(const char *fn, const char *schema, Oid fn_owner)
@@ -357,6 +463,20 @@ CheckSchema(const char *fn, const char *schema, Oid fn_owner)
 				 errdetail("An operator or a function created there would run as the reconciler's owner."),
 				 errhint("REVOKE CREATE ON SCHEMA %s FROM %s, or take the schema off the function's search_path.",
 						 quote_identifier(schema), creator)));
+	/* pg_catalog: only superusers create there, as the ACL just said */
+	if (nsp != PG_CATALOG_NAMESPACE)
+	{
+		char	   *what = NULL;
+		Oid			other = OtherObjectOwner(nsp, fn_owner, &what);
+
+		if (OidIsValid(other))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_FUNCTION_DEFINITION),
+					 errmsg("%s cannot be a reconciler: %s in schema \"%s\" of its search_path is owned by role \"%s\"",
+							fn, what, schema, GetUserNameFromId(other, false)),
+					 errdetail("An object of another role's on the search_path may stand in for the owner's, and that role can change it at any time."),
+					 errhint("Drop it or give it to the function's owner, or take the schema off the function's search_path.")));
+	}
 }
 
 /* Raises why the function's own search_path is not safe. */
