@@ -70,6 +70,18 @@ static InvStmt lock_sku = {
 	1, {TEXTOID}
 };
 
+/* a version-checked stocktake does not wait for another */
+static InvStmt lock_sku_now = {
+	"SELECT 1 FROM inventory.sku WHERE sku OPERATOR(pg_catalog.=) $1"
+	" FOR NO KEY UPDATE SKIP LOCKED",
+	1, {TEXTOID}
+};
+
+static InvStmt sku_exists = {
+	"SELECT 1 FROM inventory.sku WHERE sku OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
 static InvStmt confirm_pending = {
 	"UPDATE inventory.ledger SET state = 'CONFIRMED' WHERE" KEY_IS
 	" AND expires_at OPERATOR(pg_catalog.>) $3"
@@ -579,10 +591,23 @@ inventory_adjust(PG_FUNCTION_ARGS)
 	if (StartMovement(fcinfo, INV_KIND_ADJUST, &a, &o))
 		return OutcomeAnswer(INV_CALL_ADJUST, &o);
 
-	/* stocktakes of one SKU take turns, so each counts from the last */
+	/*
+	 * Stocktakes of one SKU take turns, so each counts from the last; a
+	 * version-checked one does not wait: a stocktake in flight is a change
+	 * in flight, and its answer is version_conflict at once.
+	 */
+	CacheMakeKey(&key, VARDATA_ANY(a.sku), VARSIZE_ANY_EXHDR(a.sku));
 	arg = PointerGetDatum(a.sku);
 	spi = InvSpiConnect();
-	found = InvStmtRun(&lock_sku, &arg, NULL, false, 0);
+	found = InvStmtRun(has_expected ? &lock_sku_now : &lock_sku, &arg, NULL, false, 0);
+	if (found == 0 && has_expected && InvStmtRun(&sku_exists, &arg, NULL, false, 0) > 0)
+	{
+		InvSpiFinish(spi);
+		if (CacheRead(&key, true, &view))
+			OutcomeSetCounters(&o, &view);
+		o.status = INV_STATUS_VERSION_CONFLICT;
+		return OutcomeAnswer(INV_CALL_ADJUST, &o);
+	}
 	InvSpiFinish(spi);
 	if (found == 0)
 	{
@@ -590,7 +615,6 @@ inventory_adjust(PG_FUNCTION_ARGS)
 		return OutcomeAnswer(INV_CALL_ADJUST, &o);
 	}
 
-	CacheMakeKey(&key, VARDATA_ANY(a.sku), VARSIZE_ANY_EXHDR(a.sku));
 	admit = PendingStocktake(&key, a.qty, has_expected ? &expected : NULL,
 							 &delta, &view);
 	OutcomeSetCounters(&o, &view);
