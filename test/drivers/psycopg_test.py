@@ -9,12 +9,27 @@ the last units; then the same for reserve_now(), whose status arrives as a
 str in autocommit and which a transaction of the driver's refuses (25001).
 Prints TAP.
 
-Run with PGHOST, PGPORT, PGUSER and PGDATABASE set, against a server that
-preloads inventory with its worker off (scripts/test.sh does so); works in
-a database of its own, created and dropped here.
+Run with PGHOST, PGPORT, PGUSER (a superuser) and PGDATABASE set, against
+a server that preloads inventory with its worker off (scripts/test.sh does
+so); works in a database of its own, created and dropped here.
+
+Who calls (docs/security.md, "The roles"), each over connections of its
+own login role, as an application configures its pools (a connection, not
+SET ROLE, so that role settings apply):
+  shop_app      (inventory_app)      reserve, reserve_now, reserve_many,
+                reserve_cart, confirm, cancel, extend, available, the stock
+                view; every connection of the racing threads
+  shop_admin    (inventory_admin)    restock, verify, and the reads of
+                inventory.ledger the checks make
+  shop_monitor  (inventory_monitor)  the express lane's figures
+                (express_fallbacks, express_status)
+The superuser (PGUSER) only creates and drops the database, creates the
+extension and makes the login roles with the DO block of test/roles.sql:
+what the manual gives a superuser, and scaffolding.
 """
 import datetime
 import os
+import re
 import threading
 import traceback
 
@@ -52,24 +67,62 @@ def raises(exc, call):
 
 
 DB = f"inv_psycopg_{os.getpid()}"
+APP, ADMIN, MONITOR = "shop_app", "shop_admin", "shop_monitor"
+ROLES_SQL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "roles.sql")
 
-admin = psycopg.connect(autocommit=True)
-admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DB)))
+# the superuser (PGUSER), on PGDATABASE: only to create and drop our database
+superuser = psycopg.connect(autocommit=True)
+superuser.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DB)))
 
 
-def connect(**kw):
-    return psycopg.connect(dbname=DB, **kw)
+def connect(user, **kw):
+    """A connection to our database as the login role user."""
+    return psycopg.connect(dbname=DB, user=user, **kw)
+
+
+def one(conn, query, params=None, **kw):
+    return conn.execute(query, params, **kw).fetchone()
+
+
+def roles_do_block():
+    """The DO block of test/roles.sql, which makes the login roles (the
+    file's other lines are psql's)."""
+    with open(ROLES_SQL, encoding="utf-8") as f:
+        m = re.search(r"^DO \$\$$.*?^\$\$;$", f.read(), re.S | re.M)
+    if m is None:
+        raise RuntimeError(f"no DO block in {ROLES_SQL}")
+    return m.group(0)
+
+
+def setup():
+    """As the superuser, in our database: CREATE EXTENSION (the manual's:
+    the extension is not trusted) and the login roles (a superuser's
+    GRANT of the extension's roles).  Then each login role must be what
+    the tests take it for: no superuser, and a member of its own group
+    only, or a call could pass on a right the role is not given."""
+    with psycopg.connect(dbname=DB, autocommit=True) as su:
+        su.execute("CREATE EXTENSION inventory")
+        su.execute(roles_do_block())
+        for login, group in ((APP, "inventory_app"), (ADMIN, "inventory_admin"),
+                             (MONITOR, "inventory_monitor")):
+            got = one(su, "SELECT r.rolsuper, array(SELECT g.rolname FROM pg_auth_members m"
+                          " JOIN pg_roles g ON g.oid = m.roleid WHERE m.member = r.oid)"
+                          " FROM pg_roles r WHERE r.rolname = %s", [login])
+            if got != (False, [group]):
+                raise RuntimeError(f"login role {login}: (superuser, member of) is {got!r},"
+                                   f" not (False, [{group!r}])")
 
 
 def race(query, key_prefix, threads, calls):
-    """threads connections in autocommit, released together, each making
-    calls of query (one parameter: a key of its own); every answer."""
+    """threads connections of shop_app in autocommit, released together,
+    each making calls of query (one parameter: a key of its own); every
+    answer."""
     answers = []
     lock = threading.Lock()
     start = threading.Barrier(threads)
 
     def buyer(t):
-        with connect(autocommit=True) as c:
+        with connect(APP, autocommit=True) as c:
             start.wait()
             mine = [c.execute(query, [f"{key_prefix}-{t}-{i}"]).fetchone()[0] for i in range(calls)]
         with lock:
@@ -84,20 +137,21 @@ def race(query, key_prefix, threads, calls):
 
 
 def main():
-    conn = connect(autocommit=True)
-    conn.execute("CREATE EXTENSION inventory")
-
-    def one(query, params=None, **kw):
-        return conn.execute(query, params, **kw).fetchone()
+    setup()
+    # the pools of the application (conn: every call of the API an
+    # application makes), of the administrator and of monitoring
+    conn = connect(APP, autocommit=True)
+    adm = connect(ADMIN, autocommit=True)
+    mon = connect(MONITOR, autocommit=True)
 
     def available(sku):
-        return one("SELECT inventory.available(%s)", [sku])[0]
+        return one(conn, "SELECT inventory.available(%s)", [sku])[0]
 
     # --- the result row, column by column --------------------------------
-    r = one("SELECT * FROM inventory.restock(%s, %s, %s)", ["PY-1", 10, "py-in-1"])
+    r = one(adm, "SELECT * FROM inventory.restock(%s, %s, %s)", ["PY-1", 10, "py-in-1"])
     is_((r[0], r[1], r[3]), (True, "ok", 10), "restock: ok, qty 10")
 
-    r = one("SELECT * FROM inventory.reserve(%s, %s, %s)", ["PY-1", 2, "py-o1"])
+    r = one(conn, "SELECT * FROM inventory.reserve(%s, %s, %s)", ["PY-1", 2, "py-o1"])
     is_(r[:7], (True, "ok", "PY-1", 2, "PENDING", 8, 1),
         "reserve in FROM: ok, status, sku, qty, state, available, version as Python values")
     is_([type(v) for v in r],
@@ -105,22 +159,22 @@ def main():
         "bool, str, str, int, str (the state type, in text), int, int, datetime")
     ok(r[7].tzinfo is not None, "expires_at is an aware datetime")
 
-    is_(one("SELECT (inventory.reserve(%s, %s, %s)).status", ["PY-1", 1, "py-o2"]),
+    is_(one(conn, "SELECT (inventory.reserve(%s, %s, %s)).status", ["PY-1", 1, "py-o2"]),
         ("ok",), "the cheapest form: one field of the row in the select list")
 
-    whole = one("SELECT inventory.reserve(%s, %s, %s)", ["PY-1", 1, "py-o3"])[0]
+    whole = one(conn, "SELECT inventory.reserve(%s, %s, %s)", ["PY-1", 1, "py-o3"])[0]
     ok(isinstance(whole, str) and whole.startswith("(t,ok,PY-1,1,PENDING,"),
        "the row as one value arrives as the text of a record")
 
     # a connection that registers the type gets an object instead
-    reg = connect(autocommit=True)
+    reg = connect(APP, autocommit=True)
     register_composite(CompositeInfo.fetch(reg, "inventory.result"), reg)
     obj = reg.execute("SELECT inventory.reserve(%s, %s, %s)", ["PY-1", 1, "py-o3"]).fetchone()[0]
     is_((obj.ok, obj.status, obj.qty, obj.state), (True, "duplicate", 1, "PENDING"),
         "with register_composite the row is an object with named fields")
 
     # binary results: the state type has send/receive; psycopg knows no loader for it
-    r = one("SELECT * FROM inventory.reserve(%s, %s, %s)", ["PY-1", 1, "py-o3"], binary=True)
+    r = one(conn, "SELECT * FROM inventory.reserve(%s, %s, %s)", ["PY-1", 1, "py-o3"], binary=True)
     is_(r[4], b"PENDING", "binary=True: the state arrives as bytes without a loader")
     state = TypeInfo.fetch(reg, "inventory.state")
     reg.adapters.register_loader(state.oid, TextBinaryLoader)
@@ -136,15 +190,15 @@ def main():
 
     # --- replay, refusal, automatic prepared statements -------------------
     before = available("PY-1")
-    r = one("SELECT ok, status, available FROM inventory.reserve(%s, %s, %s)", ["PY-1", 2, "py-o1"])
+    r = one(conn, "SELECT ok, status, available FROM inventory.reserve(%s, %s, %s)", ["PY-1", 2, "py-o1"])
     is_(r, (True, "duplicate", before), "a replayed reserve is a duplicate and changes nothing")
 
     # psycopg prepares a statement on the server after its fifth execution
-    statuses = [one("SELECT (inventory.reserve(%s, 1, %s)).status", ["PY-1", f"py-loop-{i}"])[0]
+    statuses = [one(conn, "SELECT (inventory.reserve(%s, 1, %s)).status", ["PY-1", f"py-loop-{i}"])[0]
                 for i in range(8)]
     is_(statuses, ["ok"] * before + ["insufficient"] * (8 - before),
         f"eight calls, the same statement: {before} ok, then insufficient (a result, not an error)")
-    ok(one("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+    ok(one(conn, "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
            ["%inventory.reserve($1, 1, $2)%"])[0] == 1,
        "psycopg prepared it on the server, and the prepared calls answered the same")
     is_(available("PY-1"), 0, "sold out")
@@ -165,17 +219,18 @@ def main():
        "qty 0: InvalidParameterValue (22023), detail 'qty is 0.'")
 
     # --- transactions ---------------------------------------------------------
-    one("SELECT inventory.restock(%s, %s, %s)", ["PY-2", 5, "py-in-2"])
-    tx = connect()   # psycopg's default: every statement inside a transaction
+    one(adm, "SELECT inventory.restock(%s, %s, %s)", ["PY-2", 5, "py-in-2"])
+    tx = connect(APP)   # psycopg's default: every statement inside a transaction
     tx.execute("SELECT inventory.reserve(%s, %s, %s)", ["PY-2", 3, "py-tx-1"])
     is_(available("PY-2"), 2, "a reserve in an open transaction holds its units at once")
     tx.rollback()
     is_((available("PY-2"),
-         one("SELECT count(*) FROM inventory.ledger WHERE order_id = %s", ["py-tx-1"])[0]),
+         one(adm, "SELECT count(*) FROM inventory.ledger WHERE order_id = %s", ["py-tx-1"])[0]),
         (5, 0), "rollback(): the units back, no ledger row")
 
+    # the restock's key reused by a reservation
     e = raises(errors.UniqueViolation,
-               lambda: tx.execute("SELECT inventory.restock(%s, %s, %s)", ["PY-2", 1, "py-in-2"]))
+               lambda: tx.execute("SELECT inventory.reserve(%s, %s, %s)", ["PY-2", 1, "py-in-2"]))
     ok(e is not None, "an error inside the transaction")
     ok(raises(errors.InFailedSqlTransaction,
               lambda: tx.execute("SELECT inventory.available('PY-2')")) is not None,
@@ -183,29 +238,29 @@ def main():
     tx.rollback()
     with tx.transaction():
         tx.execute("SELECT inventory.reserve(%s, %s, %s)", ["PY-2", 3, "py-tx-2"])
-    is_(one("SELECT state FROM inventory.ledger WHERE order_id = %s", ["py-tx-2"]),
+    is_(one(adm, "SELECT state FROM inventory.ledger WHERE order_id = %s", ["py-tx-2"]),
         ("PENDING",), "with conn.transaction(): committed")
     tx.close()
 
     # --- confirm, cancel, extend --------------------------------------------
-    is_([one(q, ["py-tx-2"]) for q in ("SELECT ok, status FROM inventory.confirm(%s)",
+    is_([one(conn, q, ["py-tx-2"]) for q in ("SELECT ok, status FROM inventory.confirm(%s)",
                                        "SELECT ok, status FROM inventory.confirm(%s)",
                                        "SELECT ok, status FROM inventory.cancel(%s)")],
         [(True, "ok"), (True, "duplicate"), (False, "confirmed")],
         "confirm ok, confirm again duplicate, cancel of a sale: confirmed")
 
     # "now" is the start of the calling statement
-    r = one("SELECT r.status, r.expires_at - statement_timestamp()"
+    r = one(conn, "SELECT r.status, r.expires_at - statement_timestamp()"
             " FROM inventory.reserve(%s, %s, %s, ttl => %s) r",
             ["PY-2", 1, "py-ttl", datetime.timedelta(minutes=10)])
     is_(r, ("ok", datetime.timedelta(minutes=10)), "a timedelta as the ttl: expires 10 minutes after now")
-    r = one("SELECT r.status, r.expires_at - statement_timestamp() FROM inventory.extend(%s, %s, %s) r",
+    r = one(conn, "SELECT r.status, r.expires_at - statement_timestamp() FROM inventory.extend(%s, %s, %s) r",
             ["py-ttl", 1, datetime.timedelta(hours=2)])
     is_(r, ("ok", datetime.timedelta(hours=2)), "extend with a timedelta")
 
     # --- lists as arrays --------------------------------------------------------
-    one("SELECT inventory.restock(%s, %s, %s)", ["PY-3", 3, "py-in-3"])
-    one("SELECT inventory.restock(%s, %s, %s)", ["PY-5", 10, "py-in-5"])
+    one(adm, "SELECT inventory.restock(%s, %s, %s)", ["PY-3", 3, "py-in-3"])
+    one(adm, "SELECT inventory.restock(%s, %s, %s)", ["PY-5", 10, "py-in-5"])
     rows = conn.execute("SELECT status, available FROM inventory.reserve_many(%s, %s, %s)",
                         [["PY-3", "PY-3", "PY-3", "PY-NONE"], [2, 2, 1, 1],
                          ["py-m1", "py-m2", "py-m3", "py-m4"]]).fetchall()
@@ -220,12 +275,12 @@ def main():
     with ClientCursor(conn) as cur:
         for k in keys:
             cur.execute("SELECT (inventory.reserve(%s, %s, %s)).status", ["PY-5", 1, k])
-    got = [r[0] for r in conn.execute(
+    got = [r[0] for r in adm.execute(
         "SELECT order_id FROM inventory.ledger WHERE order_id = ANY(%s) ORDER BY order_id", [keys])]
     is_(got, sorted(keys), "ClientCursor: keys with quotes, a newline and non-ASCII land exactly")
 
     # --- pipeline mode: many calls, one round trip ---------------------------
-    one("SELECT inventory.restock(%s, %s, %s)", ["PY-4", 5, "py-in-4"])
+    one(adm, "SELECT inventory.restock(%s, %s, %s)", ["PY-4", 5, "py-in-4"])
     with conn.pipeline():
         curs = [conn.execute("SELECT (inventory.reserve(%s, 1, %s)).status", ["PY-4", f"py-p{i}"])
                 for i in range(8)]
@@ -233,36 +288,38 @@ def main():
         "pipeline mode: eight calls in one round trip, each answered in order")
 
     # --- threads racing for the last units ------------------------------------
-    one("SELECT inventory.restock(%s, %s, %s)", ["PY-HOT", 50, "py-in-hot"])
+    one(adm, "SELECT inventory.restock(%s, %s, %s)", ["PY-HOT", 50, "py-in-hot"])
     THREADS, CALLS = 16, 12
     answers = race("SELECT (inventory.reserve('PY-HOT', 1, %s)).status", "py-hot", THREADS, CALLS)
     is_((answers.count("ok"), answers.count("insufficient"), len(answers)),
         (50, THREADS * CALLS - 50, THREADS * CALLS),
         f"{THREADS} threads, {THREADS * CALLS} reserves of 1 of 50 units: exactly 50 ok")
-    is_((available("PY-HOT"), one("SELECT count(*) FROM inventory.verify()")[0]), (0, 0),
+    # verify(wait): every cached SKU compared, none passed over as busy
+    is_((available("PY-HOT"), one(adm, "SELECT count(*) FROM inventory.verify('30 s')")[0]), (0, 0),
         "available 0, and the cache equals the tables (verify() returns no rows)")
 
     # --- reserve_now(): one reservation committed on its own ------------------
-    reserve_now_section(conn, one, available)
+    reserve_now_section(conn, adm, mon, available)
 
-    conn.close()
+    for c in (conn, adm, mon):
+        c.close()
 
 
-def reserve_now_section(conn, one, available):
+def reserve_now_section(conn, adm, mon, available):
     """reserve_now() as an application calls it: the status as a str, in
     autocommit; refused (25001) inside a transaction of the driver's."""
     def ledger(key):
-        return one("SELECT kind, sku, qty, state, buyer_id, created_at, expires_at"
+        return one(adm, "SELECT kind, sku, qty, state, buyer_id, created_at, expires_at"
                    " FROM inventory.ledger WHERE order_id = %s AND batch_id = 1", [key])
 
     def rows_of(key):
-        return one("SELECT count(*) FROM inventory.ledger WHERE order_id = %s", [key])[0]
+        return one(adm, "SELECT count(*) FROM inventory.ledger WHERE order_id = %s", [key])[0]
 
-    fallbacks = one("SELECT inventory.express_fallbacks()")[0]
-    one("SELECT inventory.restock(%s, %s, %s)", ["PY-NOW", 6, "py-in-now"])
+    fallbacks = one(mon, "SELECT inventory.express_fallbacks()")[0]
+    one(adm, "SELECT inventory.restock(%s, %s, %s)", ["PY-NOW", 6, "py-in-now"])
 
     # server-side binding: the arguments travel as parameters $1, $2...
-    r = one("SELECT s, statement_timestamp() FROM inventory.reserve_now(%s, %s, %s, ttl => %s) s",
+    r = one(conn, "SELECT s, statement_timestamp() FROM inventory.reserve_now(%s, %s, %s, ttl => %s) s",
             ["PY-NOW", 2, "py-now-1", datetime.timedelta(minutes=10)])
     is_((type(r[0]), r[0]), (str, "ok"), "reserve_now in autocommit: 'ok', a str")
     is_(ledger("py-now-1"),
@@ -270,12 +327,12 @@ def reserve_now_section(conn, one, available):
         "after 'ok' the ledger row is there: a PENDING reservation made at the statement's"
         " start, expiring ttl later")
     is_(available("PY-NOW"), 4, "its units are reserved")
-    is_(one("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW", 2, "py-now-1"]), ("duplicate",),
+    is_(one(conn, "SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW", 2, "py-now-1"]), ("duplicate",),
         "the same key again: 'duplicate'")
     is_((available("PY-NOW"), rows_of("py-now-1")), (4, 1), "a duplicate changes nothing")
-    is_(one("SELECT inventory.reserve_now(%s, %s, %s, buyer_id => %s)", ["PY-NOW-NONE", 1, "py-now-x", "ann"]),
+    is_(one(conn, "SELECT inventory.reserve_now(%s, %s, %s, buyer_id => %s)", ["PY-NOW-NONE", 1, "py-now-x", "ann"]),
         ("unknown_sku",), "an unknown SKU: 'unknown_sku', with buyer_id => %s")
-    is_(one("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW", 1, "py-now-bin"], binary=True),
+    is_(one(conn, "SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW", 1, "py-now-bin"], binary=True),
         ("ok",), "binary=True: the status is a str too")
 
     e = raises(errors.UniqueViolation,
@@ -298,15 +355,15 @@ def reserve_now_section(conn, one, available):
         f"prepare=True, {before + 3} calls on {before} units: {before} 'ok', then 'insufficient'")
     is_(conn.execute(q, ["PY-NOW", "py-now-p0"], prepare=True).fetchone(), ("duplicate",),
         "sold out, a replay through the prepared statement is still 'duplicate'")
-    ok(one("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+    ok(one(conn, "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
            ["%inventory.reserve_now($1, 1, $2)%"])[0] == 1,
        "psycopg prepared it on the server")
     is_((available("PY-NOW"),
-         one("SELECT count(*) FROM inventory.ledger WHERE order_id LIKE %s", ["py-now-p%"])[0]),
+         one(adm, "SELECT count(*) FROM inventory.ledger WHERE order_id LIKE %s", ["py-now-p%"])[0]),
         (0, before), "sold out, one ledger row per 'ok'")
 
     # client-side binding, as behind a pooler in transaction mode
-    one("SELECT inventory.restock(%s, %s, %s)", ["PY-NOW2", 20, "py-in-now2"])
+    one(adm, "SELECT inventory.restock(%s, %s, %s)", ["PY-NOW2", 20, "py-in-now2"])
     key = "py-now-'quote' été"
     with ClientCursor(conn) as cur:
         cur.execute("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW2", 1, key])
@@ -315,7 +372,7 @@ def reserve_now_section(conn, one, available):
 
     # inside a transaction of the driver's: refused, and nothing is reserved
     before = available("PY-NOW2")
-    tx = connect()   # psycopg's default: BEGIN before the first statement
+    tx = connect(APP)   # psycopg's default: BEGIN before the first statement
     e = raises(errors.ActiveSqlTransaction,
                lambda: tx.execute("SELECT inventory.reserve_now(%s, %s, %s)", ["PY-NOW2", 1, "py-now-tx"]))
     ok(e is not None and e.diag.sqlstate == "25001"
@@ -392,22 +449,22 @@ def reserve_now_section(conn, one, available):
         "executemany(): only the first call reserved")
 
     # threads racing for the last units, each call committed on its own
-    one("SELECT inventory.restock(%s, %s, %s)", ["PY-NOW-HOT", 50, "py-in-now-hot"])
+    one(adm, "SELECT inventory.restock(%s, %s, %s)", ["PY-NOW-HOT", 50, "py-in-now-hot"])
     THREADS, CALLS = 16, 12
     answers = race("SELECT inventory.reserve_now('PY-NOW-HOT', 1, %s)", "py-now-hot", THREADS, CALLS)
     is_((answers.count("ok"), answers.count("insufficient"), len(answers)),
         (50, THREADS * CALLS - 50, THREADS * CALLS),
         f"{THREADS} threads, {THREADS * CALLS} reserve_now calls of 1 of 50 units: exactly 50 'ok'")
-    is_(one("SELECT count(*), sum(qty) FROM inventory.ledger WHERE sku = 'PY-NOW-HOT' AND kind = 'reserve'"),
+    is_(one(adm, "SELECT count(*), sum(qty) FROM inventory.ledger WHERE sku = 'PY-NOW-HOT' AND kind = 'reserve'"),
         (50, 50), "50 ledger rows, one per 'ok'")
 
     # every call went through the express lane: the writer wrote each row
-    is_(one("SELECT inventory.express_fallbacks()")[0], fallbacks,
+    is_(one(mon, "SELECT inventory.express_fallbacks()")[0], fallbacks,
         "no call fell back to a transaction of its own")
-    is_(one("SELECT s.rows FROM inventory.express_status s WHERE s.datname = current_database()"),
-        one("SELECT count(*) FROM inventory.ledger WHERE order_id LIKE %s AND kind = 'reserve'", ["py-now-%"]),
+    is_(one(mon, "SELECT s.rows FROM inventory.express_status s WHERE s.datname = current_database()"),
+        one(adm, "SELECT count(*) FROM inventory.ledger WHERE order_id LIKE %s AND kind = 'reserve'", ["py-now-%"]),
         "express_status: the database's writer wrote every row answered 'ok'")
-    is_((available("PY-NOW-HOT"), one("SELECT count(*) FROM inventory.verify()")[0]), (0, 0),
+    is_((available("PY-NOW-HOT"), one(adm, "SELECT count(*) FROM inventory.verify('30 s')")[0]), (0, 0),
         "available 0, and verify() returns no rows")
 
 
@@ -418,8 +475,8 @@ except Exception:
     ok(False, "the suite ran to the end")
     print("# " + traceback.format_exc().replace("\n", "\n# "), flush=True)
 finally:
-    admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(DB)))
-    admin.close()
+    superuser.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(DB)))
+    superuser.close()
     print(f"1..{tests}")
 
 raise SystemExit(1 if failed else 0)
