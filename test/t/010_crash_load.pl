@@ -1,5 +1,7 @@
-# I6, crash safety under load.  Sixteen clients reserve, confirm, cancel and
-# restock on a few hot SKUs and many cold ones while the server crashes:
+# I6, crash safety under load.  Sixteen clients -- fifteen applications,
+# connected as shop_app (inventory_app), reserve, confirm and cancel, and an
+# administrator, connected as shop_admin (inventory_admin), restocks -- work
+# on a few hot SKUs and many cold ones while the server crashes:
 # (1) kill -9 of one busy backend, (2) kill -9 of the postmaster, (3) an
 # immediate shutdown.  After each restart every acknowledged commit is in
 # the ledger with its effect, no transaction is half there, the cache agrees
@@ -24,6 +26,14 @@
 # outcomes.  When the server dies, psql exits (it never reconnects); since a
 # client runs its script in order, only the one transaction after its last
 # ACK can have committed unacknowledged, and none after that ever ran.
+#
+# Who calls, besides the clients: shop_admin sets up the SKUs and their
+# rules, reads the ledger and inventory.sku, and verifies; shop_app makes
+# the first call after each restart (on a cache that starts empty), replays
+# and probes; shop_monitor reads the stock view.  The superuser creates
+# the extension and the roles, holds the clients' barrier and reads their
+# rows of pg_stat_activity and pg_locks (other roles' rows), and crashes
+# and starts the server.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -33,9 +43,9 @@ use IPC::Run;
 use Time::HiRes qw(usleep time);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(wait_until inventory_node stock_vs_ledger_sql);
+use InventoryTest qw(wait_until inventory_node stock_vs_ledger_sql inventory_roles as_app as_admin as_monitor);
 
-my $CLIENTS  = 16;
+my $CLIENTS  = 16;     # the last one is the administrator, who restocks
 my $TXNS     = 1500;    # per client and round: far more than run before the crash
 my $MIN_ACKS = 400;     # acknowledged transactions before each crash
 my $DEADLINE = 60;      # seconds, for every wait of this test
@@ -60,8 +70,9 @@ log_statement = none
 # transaction reserving two of their batches is all-or-nothing by its rows
 # alone); cold SKUs have 2 units each, so reserves of them are refused
 # often, and restocks add to them.
-$node->safe_psql('postgres', qq{
-CREATE EXTENSION inventory;
+$node->safe_psql('postgres', 'CREATE EXTENSION inventory');
+inventory_roles($node);
+as_admin($node, 'postgres', qq{
 SELECT inventory.restock(sku, 1000000, 'stock-' || sku)
   FROM unnest(ARRAY['@{[join "','", @HOT]}']) sku;
 SELECT inventory.restock(sku, 2, 'stock-' || sku)
@@ -85,8 +96,19 @@ sub make_plan
 	for my $i (1 .. $TXNS)
 	{
 		my $key  = "r$round-c$client-$i";
-		my $dice = rand(100);
 		my @calls;
+		if ($client == $CLIENTS)
+		{
+			# the administrator restocks two cold SKUs in one transaction,
+			# as fast as it can (a restock is cheap: more of them than
+			# one application makes transactions); the fifteen applications'
+			# cold reserves and carts ask for more units than arrive, so
+			# refusals go on in every round
+			push @plan, [ map { { op => 'restock', key => $key, batch => $_,
+								  sku => $COLD[ rand @COLD ], qty => 1 } } 1, 2 ];
+			next;
+		}
+		my $dice = rand(100);
 		if ($dice < 27 && @open)
 		{
 			# confirm (15%) or cancel (12%) an earlier order
@@ -127,13 +149,6 @@ sub make_plan
 			@calls = ({ op => 'reserve', key => $key, batch => 1,
 						sku => $COLD[ rand @COLD ], qty => 1 + int(rand(3)) });
 			push @open, [@calls];
-		}
-		elsif ($dice < 67)
-		{
-			# restock two cold SKUs in one transaction; fewer units arrive
-			# than cold reserves ask for, so refusals go on in every round
-			@calls = map { { op => 'restock', key => $key, batch => $_,
-							 sku => $COLD[ rand @COLD ], qty => 1 } } 1, 2;
 		}
 		else
 		{
@@ -211,7 +226,8 @@ sub start_load
 	my $dir = PostgreSQL::Test::Utils::tempdir;
 
 	# The clients wait at a barrier, an advisory lock held here, so that all
-	# of them are connected and start together.
+	# of them are connected and start together (scaffolding, as the
+	# superuser, who sees the other roles' locks and backends).
 	my $gate = $node->background_psql('postgres');
 	$gate->query_safe('SELECT pg_advisory_lock(4242)');
 
@@ -226,7 +242,8 @@ sub start_load
 		my $log = "$PostgreSQL::Test::Utils::log_path/010_crash_load_r${round}_c$c";
 		my $h = IPC::Run::start(
 			[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $script,
-			  '-d', $node->connstr('postgres') . " application_name=load-r$round-c$c" ],
+			  '-d', $node->connstr('postgres') . " application_name=load-r$round-c$c"
+				. ' user=' . ($c == $CLIENTS ? 'shop_admin' : 'shop_app') ],
 			'<', '/dev/null', '>', "$log.out", '2>', "$log.err",
 			IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
 		push @clients, { plan => $plan, err => "$log.err", h => $h };
@@ -284,13 +301,13 @@ sub after_restart
 {
 	my ($round, $clients) = @_;
 
-	is($node->safe_psql('postgres',
+	is(as_app($node, 'postgres',
 		"SELECT status FROM inventory.reserve('HOT-1', 1, 'after-r$round', 1, '$TTL')"),
 		'ok', "round $round: a reserve succeeds at once after the restart");
 
 	# the round's rows: key/batch => [kind, sku, qty, state, buyer]
 	my %row;
-	for (split /\n/, $node->safe_psql('postgres',
+	for (split /\n/, as_admin($node, 'postgres',
 		"SELECT order_id, batch_id, kind, sku, qty, state, buyer_id FROM inventory.ledger WHERE order_id LIKE 'r$round-%'"))
 	{
 		my ($key, $batch, @rest) = split /\|/, $_, -1;
@@ -463,14 +480,14 @@ sub after_restart
 		. "and refused ($count{cart_refused}), whole carts settled ($count{order})");
 
 	# I9: no buyer over a limit, every cart whole, in the whole ledger
-	is($node->safe_psql('postgres', q{
+	is(as_admin($node, 'postgres', q{
 SELECT l.sku, l.buyer_id, sum(l.qty), s.max_per_buyer
   FROM inventory.ledger l JOIN inventory.sku s USING (sku)
  WHERE l.kind = 'reserve' AND l.state IN ('PENDING', 'CONFIRMED') AND s.max_per_buyer IS NOT NULL
  GROUP BY l.sku, l.buyer_id, s.max_per_buyer
 HAVING sum(l.qty) > s.max_per_buyer OR l.buyer_id IS NULL}),
 		'', "round $round: no buyer holds more than a SKU's limit, no unit of a limited SKU is without a buyer");
-	is($node->safe_psql('postgres', q{
+	is(as_admin($node, 'postgres', q{
 SELECT order_id, count(*) FROM inventory.ledger WHERE order_id ~ '-cart[0-9]+$'
  GROUP BY order_id
 HAVING count(*) <> substring(order_id FROM '-cart([0-9]+)$')::int
@@ -479,11 +496,11 @@ HAVING count(*) <> substring(order_id FROM '-cart([0-9]+)$')::int
 
 	# I3 for carts and buyers: the acknowledged ones replayed are duplicates,
 	# and change nothing
-	my $before = $node->safe_psql('postgres',
+	my $before = as_monitor($node, 'postgres',
 		'SELECT count(*), sum(version), sum(reserved) FROM inventory.stock');
 	my $quote = sub { defined $_[0] ? "'$_[0]'::text" : 'NULL::text' };
 	my $replays = '0 0';
-	$replays = $node->safe_psql('postgres',
+	$replays = as_app($node, 'postgres',
 		'SELECT count(*) || \' \' || count(*) FILTER (WHERE r.status = \'duplicate\') FROM (VALUES '
 		. join(', ', map { "('$_->[0]{key}', ARRAY['" . join("','", map { $_->{sku} } @$_) . "'], ARRAY["
 			  . join(',', map { $_->{qty} } @$_) . ']::bigint[], ' . $quote->($_->[0]{buyer}) . ')' } @carts)
@@ -491,51 +508,56 @@ HAVING count(*) <> substring(order_id FROM '-cart([0-9]+)$')::int
 	my $lines = 0;
 	$lines += @$_ for @carts;
 	is($replays, "$lines $lines", "round $round: the acknowledged carts replayed: every line a duplicate");
-	is(@limited ? $node->safe_psql('postgres',
+	is(@limited ? as_app($node, 'postgres',
 		'SELECT count(*) || \' \' || count(*) FILTER (WHERE r.status = \'duplicate\') FROM (VALUES '
 		. join(', ', map { "('$_->{sku}', $_->{qty}, '$_->{key}', '$_->{buyer}')" } @limited)
 		. ") v(s, q, k, b), inventory.reserve(v.s, v.q, v.k, 1, '$TTL', NULL, v.b) r") : '0 0',
 		scalar(@limited) . ' ' . scalar(@limited),
 		"round $round: the acknowledged buyers' reserves replayed: each a duplicate");
-	is($node->safe_psql('postgres', 'SELECT count(*), sum(version), sum(reserved) FROM inventory.stock'),
+	is(as_monitor($node, 'postgres', 'SELECT count(*), sum(version), sum(reserved) FROM inventory.stock'),
 		$before, "round $round: the replays changed nothing");
 
 	# the limits are counted from the tables: every buyer of the round below
-	# a limit gets exactly the rest, then no buyer gets one more
-	my $pairs = qq{
+	# a limit gets exactly the rest, then no buyer gets one more (the
+	# administrator reads what each buyer holds, the application reserves)
+	my @pairs = map { [ split /\|/ ] } split /\n/, as_admin($node, 'postgres', qq{
 SELECT s.sku, b.buyer, s.max_per_buyer AS lim, coalesce(sum(l.qty), 0)::bigint AS held
   FROM inventory.sku s
  CROSS JOIN (SELECT 'r$round-b' || g AS buyer FROM generate_series(1, $BUYERS) g) b
   LEFT JOIN inventory.ledger l ON l.sku = s.sku AND l.buyer_id = b.buyer AND l.state IN ('PENDING', 'CONFIRMED')
  WHERE s.max_per_buyer IS NOT NULL
- GROUP BY s.sku, b.buyer, s.max_per_buyer};
-	my ($at, $below) = split /\|/, $node->safe_psql('postgres',
-		"SELECT count(*) FILTER (WHERE held = lim), count(*) FILTER (WHERE held < lim) FROM ($pairs) p");
+ GROUP BY s.sku, b.buyer, s.max_per_buyer
+ ORDER BY 1, 2});
+	my @below = grep { $_->[3] < $_->[2] } @pairs;
+	my $at = grep { $_->[3] == $_->[2] } @pairs;
+	my $below = @below;
 	note("round $round: after the restart, $at buyer/SKU pairs at the limit, $below below it");
-	is($node->safe_psql('postgres', qq{
-SELECT string_agg(DISTINCT r.status, ' ') FROM ($pairs) p,
-	   inventory.reserve(p.sku, p.lim - p.held, 'probe-r$round-' || p.sku || '-' || p.buyer, 1, '$TTL', NULL, p.buyer) r
- WHERE p.held < p.lim}),
+	is(@below ? as_app($node, 'postgres', 'SELECT string_agg(DISTINCT r.status, \' \') FROM (VALUES '
+		. join(', ', map { "('$_->[0]', '$_->[1]', $_->[2] - $_->[3])" } @below)
+		. ") p(sku, buyer, rest), inventory.reserve(p.sku, p.rest, 'probe-r$round-' || p.sku || '-' || p.buyer, 1, '$TTL', NULL, p.buyer) r")
+		: '',
 		$below ? 'ok' : '', "round $round: each buyer below a limit gets exactly the rest of it ($below)");
-	is($node->safe_psql('postgres', qq{
-SELECT count(*) || ' ' || string_agg(DISTINCT r.status, ' ') FROM ($pairs) p,
-	   inventory.reserve(p.sku, 1, 'probe-r$round-more-' || p.sku || '-' || p.buyer, 1, '$TTL', NULL, p.buyer) r}),
+	is(@pairs ? as_app($node, 'postgres', 'SELECT count(*) || \' \' || string_agg(DISTINCT r.status, \' \') FROM (VALUES '
+		. join(', ', map { "('$_->[0]', '$_->[1]')" } @pairs)
+		. ") p(sku, buyer), inventory.reserve(p.sku, 1, 'probe-r$round-more-' || p.sku || '-' || p.buyer, 1, '$TTL', NULL, p.buyer) r")
+		: '',
 		(@LIM * $BUYERS) . ' limit_exceeded',
 		"round $round: then every buyer is at every limit: none gets one more");
 
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'),
+	# verify(wait): every cached SKU compared, none passed over as busy
+	is(as_admin($node, 'postgres', "SELECT count(*) FROM inventory.verify('30 s')"),
 		'0', "round $round: verify() is empty");
-	is($node->safe_psql('postgres', q{
+	is(as_monitor($node, 'postgres', q{
 SELECT count(*) FROM inventory.stock WHERE NOT (0 <= reserved AND reserved <= on_hand)}),
 		'0', "round $round: every SKU has 0 <= reserved <= on_hand");
 	# the worker folds movements into inventory.sku; the whole ledger,
 	# folded or not, still adds up to the stock (documented meaning of the
 	# ledger's rows: a restock adds qty, a confirm takes qty off the shelf,
 	# PENDING holds qty; version counts movements and settlements)
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM (' . stock_vs_ledger_sql() . ') d'),
+	is(as_admin($node, 'postgres', 'SELECT count(*) FROM (' . stock_vs_ledger_sql() . ') d'),
 		'0', "round $round: the stock of every SKU is the sum of its whole ledger");
 	# the cache started empty and loads from the tables
-	is($node->safe_psql('postgres', q{
+	is(as_app($node, 'postgres', q{
 SELECT count(*) || ' ' || count(*) FILTER (WHERE inventory.available(sku) = on_hand - reserved)
   FROM inventory.stock}),
 		(@HOT + @COLD + @LIM) . ' ' . (@HOT + @COLD + @LIM),
@@ -574,13 +596,13 @@ sub server_pids
 	kill 'KILL', $victim;
 	note("round 1: killed backend $victim, which was $busy");
 	wait_clients(1, $clients);
-	# the postmaster saw the crash and reinitialized
-	$node->wait_for_log(qr/database system is ready to accept connections/, $offset);
-	like(slurp_file($node->logfile, $offset),
-		qr/server process \(PID $victim\) was terminated by signal 9/,
-		'round 1: the killed backend made the server restart');
-	ok($node->poll_query_until('postgres', 'SELECT 1', '1'),
-		'round 1: the server accepts connections again');
+	# the postmaster saw the crash and reinitialized (scaffolding:
+	# wait_for_log dies if it does not)
+	$node->wait_for_log(
+		qr/server process \(PID $victim\) was terminated by signal 9.*database system is ready to accept connections/s,
+		$offset);
+	$node->poll_query_until('postgres', 'SELECT 1', '1')
+		or die 'round 1: the server does not accept connections';
 	after_restart(1, $clients);
 }
 
