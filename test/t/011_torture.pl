@@ -66,6 +66,21 @@
 # quantity and buyer, and that a batch's own key has a movement exactly when
 # one of its elements was answered ok.  At the end the
 # worker must clear every overdue reservation and fold everything.
+#
+# Every call is made by the login role the manual gives it, each role's
+# scripts in a pgbench of its own, all three at once: the application's
+# (shop_app: reservations, carts, batches, reserve_now, settlements), the
+# administrator's (shop_admin: restocks, stocktakes, writes by hand,
+# fold(), expire(), the windows set anew) and the monitor's (shop_monitor:
+# the readers).  The test's world (test/torture/setup.sql, and the SQL
+# below) is the administrator's: its schema is owned by shop_admin, who
+# makes it, and its checks read the tables with the administrator's rights
+# -- those run inside the application's transactions are SECURITY DEFINER
+# functions, so the application's calls keep its own rights alone.  The
+# checkpoints read as shop_admin and verify as shop_monitor.  The superuser
+# makes the extension, the roles and the schema, sets the server's
+# settings, checks the indexes with amcheck, and sees other roles' rows of
+# pg_stat_activity.
 use strict;
 use warnings;
 use File::Basename qw(dirname);
@@ -75,7 +90,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(inventory_node);
+use InventoryTest qw(inventory_node inventory_roles as_admin as_monitor poll_as);
 
 my $seconds = $ENV{INVENTORY_TORTURE_SECONDS} // 60;
 die "INVENTORY_TORTURE_SECONDS must be a whole number of seconds, at least 3\n"
@@ -91,6 +106,7 @@ my %mix = (
 	'version.sql' => 5,       # version-checked reserve
 	'savepoint.sql' => 5,     # savepoint and exception block rolled back
 	'abort.sql' => 3,         # transaction rolled back; key reuse caught
+	'abort_admin.sql' => 1,   # a restock rolled back
 	'restock.sql' => 4,       # restock (a few create SKUs)
 	'stocktake.sql' => 2,     # adjust, a third version-checked
 	'admin.sql' => 3,         # direct DML, fold()
@@ -98,19 +114,37 @@ my %mix = (
 	'watch.sql' => 2,         # readers: nothing oversold at any instant
 	'now.sql' => 12);         # reserve_now of a live key or of its own
 
+# Who runs each script (of the mixes here and below): the application
+# unless listed.  The weights count within each role's pgbench.  Of the 32
+# clients, two administrators (so that their writes race each other too)
+# and one monitor: their transactions are short, so they make a larger
+# share of the transactions than their scripts' weights did in one
+# pgbench of all (about 9% and 2%).
+my %role_of = (
+	map({ $_ => 'shop_admin' } qw(abort_admin.sql restock.sql stocktake.sql admin.sql expire.sql rules.sql)),
+	'watch.sql' => 'shop_monitor');
+my %clients_of = (shop_app => $clients - 3, shop_admin => 2, shop_monitor => 1);
+
 my $node = inventory_node('torture', qq{
 max_connections = 64
 inventory.expire_interval = '100ms'
 log_lock_waits = on
 });
-$node->safe_psql('postgres', slurp_file("$dir/setup.sql"));
-$node->safe_psql('postgres', 'CREATE EXTENSION amcheck');
+# the superuser: the extensions, the login roles, and the test's schema,
+# given to the administrator, who builds the test's world in it
+$node->safe_psql('postgres', 'CREATE EXTENSION inventory');
+inventory_roles($node, 'postgres');
+$node->safe_psql('postgres', q{
+CREATE SCHEMA torture AUTHORIZATION shop_admin;
+CREATE EXTENSION amcheck;
+});
+as_admin($node, 'postgres', slurp_file("$dir/setup.sql"));
 
 # The rules' world, added to setup.sql's.  CLOSING closes and OPENING opens
 # part-way through the run (relative to now, before the load starts).
 my $closes = int($seconds * 0.4) + 1;
 my $opens  = int($seconds * 0.25) + 1;
-$node->safe_psql('postgres', <<"SQL" . <<'SQL');
+as_admin($node, 'postgres', <<"SQL" . <<'SQL');
 \\set closes $closes
 \\set opens $opens
 SQL
@@ -145,7 +179,9 @@ AS $$ SELECT 'b' || (extract(epoch FROM clock_timestamp()) / 3)::bigint || '-' |
 -- be within the SKU's limit: called while the caller's transaction holds
 -- the buyer's turn, they are all the buyer's units.  Not in REPEATABLE
 -- READ: its snapshot may still count units cancelled or expired since.
-CREATE FUNCTION torture.within(s text, b text) RETURNS void LANGUAGE plpgsql AS $$
+-- (SECURITY DEFINER: it reads the tables as the administrator, in the
+-- application's transaction.)
+CREATE FUNCTION torture.within(s text, b text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER AS $$
 DECLARE
 	lim bigint := (SELECT max_per_buyer FROM inventory.sku WHERE sku = s);
 	held bigint := (SELECT coalesce(sum(qty), 0) FROM inventory.ledger
@@ -162,7 +198,7 @@ $$;
 -- Whether a SKU whose window never moves during the run (NEVER's always
 -- lies ahead) is on sale at t.  A SKU the caller's snapshot does not see
 -- (NEW-x, created since) has no window.
-CREATE FUNCTION torture.on_sale(s text, t timestamptz) RETURNS boolean LANGUAGE sql STABLE
+CREATE FUNCTION torture.on_sale(s text, t timestamptz) RETURNS boolean LANGUAGE sql STABLE SECURITY DEFINER
 AS $$ SELECT coalesce((SELECT coalesce(t >= sale_starts, true) AND coalesce(t < sale_ends, true)
 						 FROM inventory.sku WHERE sku = s), true) $$;
 
@@ -439,7 +475,7 @@ SELECT torture.judge('reserve', r, ':sku', :qty, ttl => :ttl * interval '1 ms',
 									 ELSE '{not_on_sale}' END::text[])
   FROM inventory.reserve(':sku', :qty, 'win-' || :order, 1, :ttl * interval '1 ms', NULL, ':buyer') r;
 INSERT INTO torture.seen
-SELECT order_id, clock_timestamp() FROM inventory.ledger WHERE order_id = 'win-' || :order;
+SELECT 'win-' || :order, clock_timestamp() WHERE torture.has_row('win-' || :order, 1);
 SELECT torture.within(':sku', ':buyer');
 COMMIT;
 SCRIPT
@@ -483,7 +519,7 @@ SCRIPT
 # Each element is judged as a reserve() at its place in the array, and its
 # outcome logged in torture.batch_log in the batch's own transaction, so
 # the log holds exactly the batches that committed.
-$node->safe_psql('postgres', <<'SQL');
+as_admin($node, 'postgres', <<'SQL');
 CREATE TABLE torture.batch_log (prefix text, pos int, order_id text, shared boolean, sku text,
 								qty bigint, buyer_id text, status text, made_at timestamptz,
 								expires_at timestamptz);
@@ -649,28 +685,36 @@ SAVEPOINT s;
 SELECT torture.reserve_batch('abort-bat-' || :order, :seed, :n, :ttl * interval '1 ms', true);
 ROLLBACK TO SAVEPOINT s;
 SELECT nextval('torture.batches_rolled_back');
-SELECT torture.must(NOT EXISTS (SELECT FROM inventory.ledger WHERE order_id LIKE 'abort-bat-' || :order || '-%'),
+SELECT torture.must(torture.rows_like('abort-bat-' || :order || '-%') = 0,
 					'batch abort-bat-' || :order || ' left rows behind its savepoint');
 SELECT torture.reserve_batch('bat-' || :order, :seed, :n, :ttl * interval '1 ms', false) AS oks \gset
 SELECT torture.must(count(*) = cardinality(':oks'::text[]), 'batch bat-' || :order || ': ok, but no row for ' || ':oks')
-  FROM inventory.ledger WHERE order_id = ANY (':oks'::text[]) AND batch_id = 1;
+  FROM torture.rows_of(':oks'::text[]);
 COMMIT;
 \else
 SELECT torture.reserve_batch('bat-' || :order, :seed, :n, :ttl * interval '1 ms', true) AS oks \gset
 SELECT torture.must(count(*) = cardinality(':oks'::text[]), 'batch bat-' || :order || ': ok, but no row for ' || ':oks')
-  FROM inventory.ledger WHERE order_id = ANY (':oks'::text[]) AND batch_id = 1;
+  FROM torture.rows_of(':oks'::text[]);
 \if :then <= 3
 SELECT torture.judge('confirm', r, l.sku, l.qty, allowed => '{ok,expired}')
-  FROM inventory.ledger l, inventory.confirm(l.order_id) r
- WHERE l.order_id = ANY (':oks'::text[]) AND l.batch_id = 1;
+  FROM torture.rows_of(':oks'::text[]) l, inventory.confirm(l.order_id) r;
 \elif :then <= 5
 SELECT torture.judge('cancel', r, l.sku, l.qty, allowed => '{ok}')
-  FROM inventory.ledger l, inventory.cancel(l.order_id) r
- WHERE l.order_id = ANY (':oks'::text[]) AND l.batch_id = 1;
+  FROM torture.rows_of(':oks'::text[]) l, inventory.cancel(l.order_id) r;
 \endif
 COMMIT;
 \endif
 SCRIPT
+
+# What the application's sessions may use of the test's world (the
+# administrator's): its schema, the outcome table judge() reads, the
+# counters it bumps, the logs it writes.
+as_admin($node, 'postgres', q{
+GRANT USAGE ON SCHEMA torture TO shop_app, shop_monitor;
+GRANT SELECT ON torture.outcome TO shop_app;
+GRANT USAGE ON ALL SEQUENCES IN SCHEMA torture TO shop_app;
+GRANT INSERT ON torture.seen, torture.batch_log TO shop_app;
+});
 
 my $rules_dir = PostgreSQL::Test::Utils::tempdir;
 for my $script (keys %rules_mix)
@@ -683,54 +727,74 @@ for my $script (keys %batch_mix)
 }
 
 # the workers must be expiring and folding from the first second of the load
-$node->poll_query_until('postgres',
+poll_as($node, 'shop_monitor', 'postgres',
 	"SELECT visits >= 1 FROM inventory.worker_status WHERE datname = 'postgres'")
   or die 'no worker visited the database';
 my $log_start = -s $node->logfile;
 
-# ALTER SYSTEM and a reload, then wait until the workers act on it:
-# 'disabled' means that no worker is in the database, so none is in flight
+# ALTER SYSTEM and a reload (the superuser's), then wait until the workers
+# act on it: 'disabled' means that no worker is in the database, so none
+# is in flight
 sub worker
 {
 	my ($enabled) = @_;
 	$node->safe_psql('postgres',
 		"ALTER SYSTEM SET inventory.worker_enabled = $enabled; SELECT pg_reload_conf()");
 	my $cond = $enabled eq 'on' ? "state <> 'disabled'" : "state = 'disabled'";
-	$node->poll_query_until('postgres',
+	poll_as($node, 'shop_monitor', 'postgres',
 		"SELECT $cond FROM inventory.worker_status WHERE datname = 'postgres'")
 	  or die "the workers did not see worker_enabled = $enabled";
 }
 
-# The rows of a query; '' when there are none.
+# The rows of a query, read by the administrator; '' when there are none.
 sub rows
 {
-	return $node->safe_psql('postgres', shift);
+	return as_admin($node, 'postgres', shift);
 }
 
-# One slice of the load; returns the number of transactions processed.
+# One slice of the load: a pgbench for each role, at once, each with its
+# own scripts and clients; returns the number of transactions processed.
 sub load
 {
 	my ($name, $secs) = @_;
-	my @cmd = (
-		'pgbench', '--no-vacuum', "--client=$clients", '--jobs=2', "--time=$secs",
-		(map { ('-f', "$dir/load/$_\@$mix{$_}") } sort keys %mix),
-		(map { ('-f', "$rules_dir/$_\@$rules_mix{$_}[0]") } sort keys %rules_mix),
-		(map { ('-f', "$rules_dir/$_\@$batch_mix{$_}[0]") } sort keys %batch_mix),
-		# old replays reach back to keys born as long ago as the run lasts
-		'-D', 'oldest=' . $seconds * 100,
-		'-h', $node->host, '-p', $node->port, 'postgres');
-	my ($out, $err) = ('', '');
-	IPC::Run::run(\@cmd, '>', \$out, '2>', \$err);
-	my $status = $? >> 8;
-	note $out;
-	is($status, 0, "$name: pgbench exits with 0");
+	my @scripts = (
+		(map { [ "$dir/load/$_", $mix{$_}, $_ ] } sort keys %mix),
+		(map { [ "$rules_dir/$_", $rules_mix{$_}[0], $_ ] } sort keys %rules_mix),
+		(map { [ "$rules_dir/$_", $batch_mix{$_}[0], $_ ] } sort keys %batch_mix));
+	my @bench;
+	for my $role (sort keys %clients_of)
+	{
+		my @cmd = (
+			'pgbench', '--no-vacuum', "--client=$clients_of{$role}",
+			'--jobs=' . ($clients_of{$role} > 1 ? 2 : 1), "--time=$secs",
+			(map { ('-f', "$_->[0]\@$_->[1]") } grep { ($role_of{ $_->[2] } // 'shop_app') eq $role } @scripts),
+			# old replays reach back to keys born as long ago as the run lasts
+			'-D', 'oldest=' . $seconds * 100,
+			'-h', $node->host, '-p', $node->port, '-U', $role, 'postgres');
+		my %b = (role => $role, out => '', err => '');
+		# a pgbench that outlives its run by far fails the test, loudly
+		$b{h} = IPC::Run::start(\@cmd, '<', '/dev/null', '>', \$b{out}, '2>', \$b{err},
+			IPC::Run::timeout($secs + $PostgreSQL::Test::Utils::timeout_default));
+		push @bench, \%b;
+	}
+	my $done = 0;
+	for my $b (@bench)
+	{
+		$b->{h}->finish;
+		$b->{status} = $b->{h}->result(0);
+		note "$b->{role}:\n$b->{out}";
+		my ($n) = $b->{out} =~ /^number of transactions actually processed: ([0-9]+)/m;
+		$done += $n // 0;
+	}
+	is(join(' ', map { "$_->{role} $_->{status}" } @bench),
+		join(' ', map { "$_->{role} 0" } @bench), "$name: each pgbench exits with 0");
 	# an aborted client (an ERROR, e.g. from torture.judge()) and any message
 	# from the server land on stderr
-	is($err, '', "$name: no client aborted, no message from the server");
-	like($out, qr/^number of failed transactions: 0 \(/m,
+	is(join('', map { $_->{err} eq '' ? '' : "$_->{role}: $_->{err}" } @bench), '',
+		"$name: no client aborted, no message from the server");
+	is(join(' ', map { $_->{role} } grep { $_->{out} !~ /^number of failed transactions: 0 \(/m } @bench), '',
 		"$name: no failed transaction (serialization failure or deadlock)");
-	my ($done) = $out =~ /^number of transactions actually processed: ([0-9]+)/m;
-	return $done // 0;
+	return $done;
 }
 
 # The checks, with the load stopped and the worker paused: nothing changes
@@ -739,15 +803,17 @@ sub checkpoint
 {
 	my ($name) = @_;
 	# pgbench has ended every transaction; wait until its backends are gone
+	# (the superuser sees the other roles' rows of pg_stat_activity)
 	$node->poll_query_until('postgres',
 		"SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'pgbench')")
 	  or die 'pgbench backends linger';
 	my ($out, $err) = ('', '');
-	$node->psql('postgres', 'SELECT * FROM inventory.verify()',
-		stdout => \$out, stderr => \$err, on_error_die => 1);
-	is($out, '', "$name: verify() is empty");
-	# a SKU with changes in flight would be skipped with a NOTICE
-	is($err, '', "$name: verify() compared every SKU");
+	$node->psql('postgres', "SELECT * FROM inventory.verify('30 s')",
+		stdout => \$out, stderr => \$err, extra_params => [ '-U', 'shop_monitor' ]);
+	is($out, '', "$name: verify('30 s') is empty");
+	# a SKU with changes in flight after the wait would fail it with 55000
+	# (and plain verify() would skip it with a NOTICE)
+	is($err, '', "$name: verify('30 s') compared every SKU, no error, no notice");
 	is(rows('SELECT * FROM torture.oversold'), '',
 		"$name: no SKU oversold: 0 <= reserved <= on_hand");
 	is(rows('SELECT * FROM torture.illegal_row WHERE why IS NOT NULL'), '',
@@ -760,12 +826,13 @@ sub checkpoint
 		"$name: sku_stats counted every committed movement, exactly once");
 	# the unique index is what the executor's single-row insert relies on:
 	# count keys on the heap itself, and check the indexes against it
+	# (amcheck: the superuser's, scaffolding)
 	is( rows(q{
 SET enable_indexscan = off; SET enable_indexonlyscan = off; SET enable_bitmapscan = off;
 SELECT order_id, batch_id, count(*) FROM inventory.ledger
  GROUP BY order_id, batch_id HAVING count(*) > 1}), '',
 		"$name: no key has two movements");
-	is( rows(q{
+	is( $node->safe_psql('postgres', q{
 SELECT count(bt_index_check(i.indexrelid, true)) FROM pg_index i
  WHERE i.indrelid IN ('inventory.ledger'::regclass, 'inventory.sku'::regclass)}), '5',
 		"$name: the five indexes of ledger and sku (ledger_buyer_idx since 0.2) match their heaps (amcheck)");
@@ -876,10 +943,10 @@ for my $i (1 .. @slices)
 
 # The storm is over: the worker expires every reservation left (the longest
 # ttl in the mix is 10 s) and folds every movement.
-ok( $node->poll_query_until('postgres',
+ok( poll_as($node, 'shop_admin', 'postgres',
 		'SELECT NOT EXISTS (SELECT FROM inventory.ledger WHERE NOT folded)'),
 	'the worker expires and folds everything left');
-ok( $node->poll_query_until('postgres',
+ok( poll_as($node, 'shop_monitor', 'postgres',
 		"SELECT lag = '0' AND state <> 'waiting' FROM inventory.worker_status WHERE datname = 'postgres'"),
 	'the end: the workers have caught up, no work waits for them');
 worker('off');
@@ -955,7 +1022,7 @@ diag "movements: $ledger";
 diag 'batches: ' . join(', ', map { "$_ $batch{$_}" } sort { $batch{$b} <=> $batch{$a} } keys %batch);
 diag 'reserve_now: ' . join(', ', map { "$_ $now{$_}" } sort { $now{$b} <=> $now{$a} } keys %now)
   . '; express lane: '
-  . rows(q{SELECT coalesce(string_agg(format('%s batches of at most %s rows, %s calls sent back to wait',
+  . as_monitor($node, 'postgres', q{SELECT coalesce(string_agg(format('%s batches of at most %s rows, %s calls sent back to wait',
 										   batches, max_batch, sent_back), ', '), 'no writer now')
 			|| ', ' || inventory.express_fallbacks() || ' calls without a writer'
 		   FROM inventory.express_status});

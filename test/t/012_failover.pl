@@ -10,6 +10,13 @@
 # standby.  A load client is a psql process running a generated script that
 # prints "ACK <transaction> <status>" after each COMMIT, as in
 # 010_crash_load.pl.
+#
+# Every call is made by the login role the manual gives it: the load and
+# the buyers are shop_app, the readers on the standby shop_app (what an
+# application reads), shop_monitor (the figures) and shop_admin (the
+# tables too), restocks and reads of the tables shop_admin, verify()
+# shop_monitor.  The superuser creates the extension and the roles, and
+# runs the servers (settings, stop, promotion).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -19,7 +26,7 @@ use IPC::Run;
 use Time::HiRes qw(usleep time);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(wait_until inventory_node);
+use InventoryTest qw(wait_until inventory_node inventory_roles as_app as_admin as_monitor poll_as);
 
 my $CLIENTS  = 6;
 my $TXNS     = 3000;    # per client: far more than run before the failover
@@ -28,12 +35,16 @@ my $DEADLINE = 60;
 my @SKUS = map { sprintf 'F-%02d', $_ } 1 .. 12;
 my $SKU_LIST = "ARRAY['" . join("','", @SKUS) . "']";
 
+# connections enough for the buyers, who are no superuser: the
+# superuser's reserved slots are not theirs (the standby copies the setting)
 my $primary = inventory_node('primary', qq{
 inventory.expire_interval = '100ms'
 log_statement = none
+max_connections = 30
 }, allows_streaming => 1);
-$primary->safe_psql('postgres', qq{
-CREATE EXTENSION inventory;
+$primary->safe_psql('postgres', 'CREATE EXTENSION inventory');
+inventory_roles($primary, 'postgres');
+as_admin($primary, 'postgres', qq{
 SELECT inventory.restock(sku, 60, 'stock-' || sku) FROM unnest($SKU_LIST) sku;
 });
 $primary->backup('backup');
@@ -56,7 +67,7 @@ sub stock
 {
 	my ($node) = @_;
 	my %s;
-	for (split /\n/, $node->safe_psql('postgres',
+	for (split /\n/, as_monitor($node, 'postgres',
 		'SELECT sku, on_hand, reserved, available FROM inventory.stock ORDER BY sku'))
 	{
 		my ($sku, @n) = split /\|/;
@@ -69,59 +80,68 @@ sub stock
 
 # read every SKU on the standby, then sell on the primary: the standby's
 # answers move with replay
-is($standby->safe_psql('postgres',
+is(as_app($standby, 'postgres',
 	"SELECT string_agg(inventory.available(sku)::text, ' ') FROM unnest($SKU_LIST) sku"),
 	join(' ', (60) x @SKUS), 'the standby reads every SKU');
-$primary->safe_psql('postgres', qq{
+as_app($primary, 'postgres', qq{
 SELECT inventory.reserve(sku, 10, 'early-' || sku, 1, '1 hour') FROM unnest($SKU_LIST) sku;
 SELECT inventory.confirm('early-F-01');
 });
 $primary->wait_for_catchup($standby, 'replay');
-is($standby->safe_psql('postgres',
+is(as_app($standby, 'postgres',
 	"SELECT string_agg(inventory.available(sku)::text, ' ') FROM unnest($SKU_LIST) sku"),
 	join(' ', (50) x @SKUS), 'after replay, available() on the standby follows');
-is($standby->safe_psql('postgres', q{
+is(as_monitor($standby, 'postgres', q{
 SELECT count(*) FROM inventory.stock s
  WHERE s.available IS DISTINCT FROM inventory.available(s.sku)}),
 	'0', 'available() on the standby equals inventory.stock');
-is($standby->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'),
-	'0', 'verify() on the standby is empty');
-is($standby->safe_psql('postgres', 'SELECT entries FROM inventory.cache_info()'),
+is(as_monitor($standby, 'postgres', "SELECT count(*) FROM inventory.verify('30 s')"),
+	'0', "verify('30 s') on the standby is empty");
+is(as_monitor($standby, 'postgres', 'SELECT entries FROM inventory.cache_info()'),
 	'0', 'nothing is cached on the standby');
 
 # --- readers on the standby, load on the primary -----------------------------
 
 # Readers call every read-only entry point in a loop, and go on through the
-# promotion.  A row of verify() is printed as DRIFT; an error stops the
-# reader (ON_ERROR_STOP), which the test notices.
-my $read_round = qq{
-SELECT 'DRIFT', * FROM inventory.verify();
+# promotion, each as a role, reading what that role may read: the
+# application (available, inventory.stock, the state type's functions),
+# the monitor (the figures and verify() too) and the administrator (the
+# tables too).  A row of verify() is printed as DRIFT (verify('30 s')
+# compares every SKU: one still busy after the wait is an error); an
+# error stops the reader (ON_ERROR_STOP), which the test notices.
+my $app_round = qq{
 SELECT inventory.available(sku) FROM unnest($SKU_LIST) sku;
 SELECT count(*) FROM inventory.stock;
-SELECT count(*) FROM inventory.sku_stats;
-SELECT * FROM inventory.cache_info();
-SELECT count(*) FROM inventory.worker_status;
 SELECT inventory.can_transition('PENDING', 'CONFIRMED'), inventory.is_final('EXPIRED');
 SELECT inventory.effect_on_hand('reserve', 'CONFIRMED', 2),
        inventory.effect_reserved('reserve', 'PENDING', 2),
        inventory.effect_version('restock', NULL, 2);
-SELECT count(*) FROM inventory.ledger WHERE state = 'PENDING';
 SELECT 'RECOVERY', pg_is_in_recovery();
 };
+my $monitor_round = qq{
+SELECT 'DRIFT', * FROM inventory.verify('30 s');
+SELECT count(*) FROM inventory.sku_stats;
+SELECT * FROM inventory.cache_info();
+SELECT count(*) FROM inventory.worker_status;
+} . $app_round;
+my $admin_round = qq{
+SELECT count(*) FROM inventory.ledger WHERE state = 'PENDING';
+} . $monitor_round;
 my $dir = PostgreSQL::Test::Utils::tempdir;
 my @readers;
-for my $r (1 .. 2)
+for my $r ([ 'shop_app', $app_round ], [ 'shop_monitor', $monitor_round ], [ 'shop_admin', $admin_round ])
 {
-	my $script = "$dir/reader$r.sql";
+	my ($role, $round) = @$r;
+	my $script = "$dir/reader_$role.sql";
 	open my $fh, '>', $script or die "$script: $!";
-	print $fh $read_round x 3000;
+	print $fh $round x 3000;
 	close $fh;
-	my $out = "$PostgreSQL::Test::Utils::log_path/012_failover_reader$r";
+	my $out = "$PostgreSQL::Test::Utils::log_path/012_failover_reader_$role";
 	push @readers, {
 		out => "$out.out", err => "$out.err",
 		h => IPC::Run::start(
 			[ 'psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-f', $script,
-			  '-d', $standby->connstr('postgres') ],
+			  '-d', $standby->connstr('postgres') . " user=$role" ],
 			'<', '/dev/null', '>', "$out.out", '2>', "$out.err") };
 }
 
@@ -193,7 +213,7 @@ for my $c (1 .. $CLIENTS)
 		plan => $plan, err => "$log.err",
 		h => IPC::Run::start(
 			[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $script,
-			  '-d', $primary->connstr('postgres') ],
+			  '-d', $primary->connstr('postgres') . ' user=shop_app' ],
 			'<', '/dev/null', '>', "$log.out", '2>', "$log.err") };
 }
 
@@ -233,7 +253,7 @@ my $new = $standby;
 # --- every acknowledged movement survived ---------------------------------------
 
 my %row;
-for (split /\n/, $new->safe_psql('postgres',
+for (split /\n/, as_admin($new, 'postgres',
 	"SELECT order_id, sku, qty, state FROM inventory.ledger WHERE order_id LIKE 'c%'"))
 {
 	my ($key, @rest) = split /\|/, $_, -1;
@@ -265,20 +285,20 @@ for my $c (1 .. $CLIENTS)
 ok($acked{reserve} && $acked{confirm} && $acked{cancel},
 	"the load made every kind of movement ($acked{reserve} reserves, $acked{confirm} confirms, $acked{cancel} cancels acknowledged)");
 is(join("\n", @lost), '', 'every acknowledged reserve, confirm and cancel is on the new primary');
-is($new->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'), '0',
-	'verify() is empty after the promotion');
+is(as_monitor($new, 'postgres', "SELECT count(*) FROM inventory.verify('30 s')"), '0',
+	"verify('30 s') is empty after the promotion");
 
 # --- the new primary sells exactly what the tables have --------------------------
 
 my $before = stock($new);
-is(join(' ', map { "$_:" . $new->safe_psql('postgres', "SELECT inventory.available('$_')") } @SKUS),
+is(join(' ', map { "$_:" . as_app($new, 'postgres', "SELECT inventory.available('$_')") } @SKUS),
 	join(' ', map { "$_:$before->{$_}[2]" } @SKUS),
 	'available() on the new primary equals inventory.stock for every SKU');
 my @over;
 for my $sku (@SKUS)
 {
 	my $a = $before->{$sku}[2];
-	my $status = $new->safe_psql('postgres',
+	my $status = as_app($new, 'postgres',
 		"SELECT status FROM inventory.reserve('$sku', $a + 1, 'over-$sku')");
 	push @over, "$sku: reserve of $a + 1 is $status" unless $status eq 'insufficient';
 }
@@ -293,17 +313,17 @@ print $bfh "\\set n random(1, " . scalar(@SKUS) . ")\n",
   " 'post-' || :client_id || '-' || pg_catalog.md5(pg_catalog.random()::text));\n";
 close $bfh;
 $new->command_ok([ 'pgbench', '-n', '-c', '8', '-j', '2', '-t', '300', '-f', $bench,
-				   '-d', $new->connstr('postgres') ], 'eight buyers race on the new primary');
-$new->safe_psql('postgres', qq{
+				   '-U', 'shop_app', '-d', $new->connstr('postgres') ], 'eight buyers race on the new primary');
+as_app($new, 'postgres', qq{
 SELECT inventory.reserve(sku, inventory.available(sku), 'sweep-' || sku)
   FROM unnest($SKU_LIST) sku WHERE inventory.available(sku) > 0;
 });
-is($new->safe_psql('postgres',
+is(as_app($new, 'postgres',
 	"SELECT count(*) FROM unnest($SKU_LIST) sku WHERE inventory.available(sku) <> 0"),
 	'0', 'every SKU is sold out');
 
 my %sold;
-for (split /\n/, $new->safe_psql('postgres', q{
+for (split /\n/, as_admin($new, 'postgres', q{
 SELECT sku, sum(qty) FROM inventory.ledger
  WHERE order_id LIKE 'post-%' OR order_id LIKE 'sweep-%' GROUP BY sku}))
 {
@@ -316,27 +336,28 @@ is(join(' ', map { "$_:" . ($sold{$_} // 0) } @SKUS),
 my $after = stock($new);
 is(join(' ', grep { $after->{$_}[1] > $after->{$_}[0] || $after->{$_}[2] != 0 } @SKUS), '',
 	'nothing is oversold: on_hand >= reserved and available = 0 for every SKU');
-is($new->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'), '0',
-	'verify() is empty after the sale');
+is(as_monitor($new, 'postgres', "SELECT count(*) FROM inventory.verify('30 s')"), '0',
+	"verify('30 s') is empty after the sale");
 
 # --- the reservations made before the promotion expire ---------------------------
 
 # those with a 2-second ttl: wait until all of them are overdue
 my $short = q{order_id LIKE 'c%' AND state = 'PENDING' AND expires_at < now() + interval '1 minute'};
-ok($new->poll_query_until('postgres',
+ok(poll_as($new, 'shop_admin', 'postgres',
 	"SELECT coalesce(max(expires_at) < now(), true) FROM inventory.ledger WHERE $short"),
 	'the short reservations from before the promotion fall due');
-my ($due, $units) = split /\|/, $new->safe_psql('postgres',
+my ($due, $units) = split /\|/, as_admin($new, 'postgres',
 	"SELECT count(*), sum(qty) FROM inventory.ledger WHERE $short");
 cmp_ok($due, '>', 0, "$due of them, $units units, are PENDING and overdue");
+# a server setting: the superuser's
 $new->append_conf('postgresql.conf', 'inventory.worker_enabled = on');
 $new->reload;
-ok($new->poll_query_until('postgres', "SELECT count(*) = 0 FROM inventory.ledger WHERE $short"),
+ok(poll_as($new, 'shop_admin', 'postgres', "SELECT count(*) = 0 FROM inventory.ledger WHERE $short"),
 	'the worker of the new primary expires them');
-is($new->safe_psql('postgres', "SELECT sum(inventory.available(sku)) FROM unnest($SKU_LIST) sku"),
+is(as_app($new, 'postgres', "SELECT sum(inventory.available(sku)) FROM unnest($SKU_LIST) sku"),
 	$units, 'their units are on sale again');
-is($new->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'), '0',
-	'verify() is empty at the end');
+is(as_monitor($new, 'postgres', "SELECT count(*) FROM inventory.verify('30 s')"), '0',
+	"verify('30 s') is empty at the end");
 
 $new->stop;
 done_testing();

@@ -17,6 +17,15 @@
 # (made once the database was ready), only from a rebuild (made before the
 # start, or replayed by a standby), and keys of a transaction that was in
 # flight during the rebuild.
+#
+# Every call is made by the login role the manual gives it: shop_app
+# reserves (replays of reservations included), shop_admin restocks, writes
+# and reads the tables and rebuilds the filter, shop_monitor reads the
+# filter's figures and verifies.  A replay check reads the keys as the
+# administrator and replays them as the application, which knows its own
+# keys.  The superuser creates the extension and the roles, restores rows
+# with the tables' owner's COPY, runs the servers (settings, crashes,
+# restarts, promotion) and reads what the workers do for a diagnosis.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -24,7 +33,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(inventory_node);
+use InventoryTest qw(inventory_node inventory_roles as_app as_admin as_monitor poll_as);
 
 my @DBS = ('postgres', 'shop2');
 
@@ -38,19 +47,25 @@ sub add_keys
 	$keys{$db}{$what} += $n;
 }
 
-# psql's output, or the error that stopped it (so that an assertion fails
-# rather than the script dying)
-sub run
+# run_as(NODE, ROLE, DB, SQL): psql's output, connected as ROLE (undef: the
+# superuser), or the error that stopped it (so that an assertion fails
+# rather than the script dying); app / admin / monitor(NODE, DB, SQL): as
+# shop_app, shop_admin, shop_monitor
+sub run_as
 {
-	my ($node, $db, $sql) = @_;
-	my ($ret, $out, $err) = $node->psql($db, $sql);
+	my ($node, $role, $db, $sql) = @_;
+	my ($ret, $out, $err) = $node->psql($db, $sql,
+		defined $role ? (extra_params => [ '-U', $role ]) : ());
 	return $ret == 0 ? $out : "FAILED: $err";
 }
+sub app { my $node = shift; return run_as($node, 'shop_app', @_); }
+sub admin { my $node = shift; return run_as($node, 'shop_admin', @_); }
+sub monitor { my $node = shift; return run_as($node, 'shop_monitor', @_); }
 
 sub ready
 {
 	my ($node, $db) = @_;
-	return run($node, $db, 'SELECT ready FROM inventory.key_filter');
+	return monitor($node, $db, 'SELECT ready FROM inventory.key_filter');
 }
 
 sub wait_ready
@@ -58,14 +73,33 @@ sub wait_ready
 	my ($node, $label) = @_;
 	for my $db (@DBS)
 	{
-		ok($node->poll_query_until($db, 'SELECT ready FROM inventory.key_filter'),
+		ok(poll_as($node, 'shop_monitor', $db, 'SELECT ready FROM inventory.key_filter'),
 			"$label: the worker read the keys of $db (ready)");
 	}
 }
 
-# Replays every key of the ledger (rows matching each WHERE clause, one
-# transaction per clause): reservations with reserve(), restocks with
-# restock(), with the movement's own arguments.  Returns
+# keys_json(NODE, DB, WHERE): the movements of the ledger that match WHERE
+# (kind, sku, qty, order_id, batch_id), read by shop_admin, as a JSON
+# array in a dollar-quoted SQL literal, for json_to_recordset() in a
+# statement of another role: the keys travel exactly, tabs, quotes and
+# newlines included
+my $KEYS_ROW = 'k(kind text, sku text, qty bigint, order_id text, batch_id integer)';
+sub keys_json
+{
+	my ($node, $db, $where) = @_;
+	my $json = admin($node, $db, qq{
+SELECT coalesce(json_agg(json_build_object('kind', kind, 'sku', sku, 'qty', qty,
+                                           'order_id', order_id, 'batch_id', batch_id)), '[]')
+  FROM inventory.ledger WHERE $where});
+	return $json if $json =~ /^FAILED/;
+	die 'a key holds the quote' if $json =~ /\$keys\$/;
+	return "\$keys\$$json\$keys\$";
+}
+
+# Replays every key of the ledger (rows matching each WHERE clause): the
+# administrator reads them, then the application replays the reservations
+# with reserve() in one transaction and the administrator the restocks
+# with restock() in another, with the movement's own arguments.  Returns
 # "kind/sku:status:count ...", summed over the clauses.
 sub replays
 {
@@ -74,20 +108,22 @@ sub replays
 	my %n;
 	for my $where (@where)
 	{
-		my $out = run($node, $db, qq{
-SELECT l.kind || '/' || l.sku || ':' || l.s || ':' || count(*)
-  FROM (SELECT kind, sku,
-               CASE kind
-                 WHEN 'reserve' THEN (inventory.reserve(sku, qty, order_id, batch_id)).status
-                 WHEN 'restock' THEN (inventory.restock(sku, qty, order_id, batch_id)).status
-               END AS s
-          FROM inventory.ledger WHERE $where) l
- GROUP BY l.kind, l.sku, l.s});
-		return $out if $out =~ /^FAILED/;
-		for (split /\n/, $out)
+		my $keys = keys_json($node, $db, $where);
+		return $keys if $keys =~ /^FAILED/;
+		for my $call ([ \&app, 'reserve' ], [ \&admin, 'restock' ])
 		{
-			my ($k, $c) = /^(.*):(\d+)$/ or return "unexpected line: $_";
-			$n{$k} += $c;
+			my ($as, $kind) = @$call;
+			my $out = $as->($node, $db, qq{
+SELECT l.kind || '/' || l.sku || ':' || l.s || ':' || count(*)
+  FROM (SELECT kind, sku, (inventory.$kind(sku, qty, order_id, batch_id)).status AS s
+          FROM json_to_recordset($keys) AS $KEYS_ROW WHERE kind = '$kind') l
+ GROUP BY l.kind, l.sku, l.s});
+			return $out if $out =~ /^FAILED/;
+			for (split /\n/, $out)
+			{
+				my ($k, $c) = /^(.*):(\d+)$/ or return "unexpected line: $_";
+				$n{$k} += $c;
+			}
 		}
 	}
 	return join ' ', map { "$_:$n{$_}" } sort keys %n;
@@ -99,17 +135,28 @@ sub expected_replays
 	return join ' ', map { "$_:duplicate:$keys{$db}{$_}" } sort keys %{ $keys{$db} };
 }
 
-# Tries $n new keys on a SKU, in one transaction, and reports the statuses,
-# the key locks held at its end, the scans of the key's index, and what the
-# filter said.
+# said(NODE, DB): what the filter has said, as shop_monitor reads it:
+# [absent, maybe, false positives], or the error
+sub said
+{
+	my ($node, $db) = @_;
+	my $out = monitor($node, $db, 'SELECT said_absent, said_maybe, false_positives FROM inventory.key_filter');
+	return $out =~ /^FAILED/ ? $out : [ split /\|/, $out ];
+}
+
+# Tries $n new keys on a SKU, in one transaction of the application's, and
+# reports the statuses, the key locks held at its end, the scans of the
+# key's index, and what the filter said meanwhile (its figures, which are
+# the server's, read by the monitor before and after).
 my $new_tag = 0;
 sub new_keys
 {
 	my ($node, $db, $sku, $n) = @_;
 	my $prefix = 'new-' . ++$new_tag;
-	my $out = run($node, $db, qq{
+	my $said0 = said($node, $db);
+	return { text => $said0 } unless ref $said0;
+	my $out = app($node, $db, qq{
 BEGIN;
-SELECT said_absent AS a0, said_maybe AS m0, false_positives AS f0 FROM inventory.key_filter \\gset
 SELECT pg_stat_get_xact_numscans('inventory.ledger_pkey'::regclass) AS s0 \\gset
 SELECT string_agg(s || ':' || c, ' ' ORDER BY s) FROM (
   SELECT r.status AS s, count(*) AS c
@@ -120,12 +167,13 @@ SELECT count(*) FROM pg_locks
  WHERE locktype = 'object' AND classid = 'inventory.ledger'::regclass
    AND objsubid = 0 AND pid = pg_backend_pid();
 SELECT pg_stat_get_xact_numscans('inventory.ledger_pkey'::regclass) - :s0;
-SELECT said_absent - :a0, said_maybe - :m0, false_positives - :f0 FROM inventory.key_filter;
 COMMIT;
 });
 	return { text => $out } if $out =~ /^FAILED/;
-	my ($status, $locks, $scans, $said) = split /\n/, $out;
-	my ($absent, $maybe, $fp) = split /\|/, $said;
+	my $said1 = said($node, $db);
+	return { text => $said1 } unless ref $said1;
+	my ($status, $locks, $scans) = split /\n/, $out;
+	my ($absent, $maybe, $fp) = map { $said1->[$_] - $said0->[$_] } 0 .. 2;
 	return {
 		status => $status, locks => $locks, scans => $scans,
 		absent => $absent, maybe => $maybe, fp => $fp,
@@ -160,9 +208,10 @@ sub check_db
 	# reserve_many() answers each element as reserve() would: the keys of
 	# batch 1 on the sold-out SKU are duplicates, new keys are refused
 	my $tag = 'many-' . ++$new_tag;
-	my ($want, $got) = split /\|/, run($node, $db, qq{
+	my $batch1 = keys_json($node, $db, "kind = 'reserve' AND batch_id = 1 AND sku = 'KF-HOT'");
+	my ($want, $got) = split /\|/, app($node, $db, qq{
 WITH k AS MATERIALIZED (
-  SELECT sku, qty, order_id FROM inventory.ledger WHERE kind = 'reserve' AND batch_id = 1 AND sku = 'KF-HOT'
+  SELECT sku, qty, order_id FROM json_to_recordset($batch1) AS $KEYS_ROW
   UNION ALL SELECT 'KF-HOT', 1, '$tag-' || i FROM generate_series(1, 20) i)
 SELECT (SELECT 'duplicate:' || count(*) FILTER (WHERE order_id NOT LIKE '$tag-%') || ' insufficient:20' FROM k),
        (SELECT string_agg(s || ':' || n, ' ' ORDER BY s) FROM (
@@ -175,10 +224,11 @@ SELECT (SELECT 'duplicate:' || count(*) FILTER (WHERE order_id NOT LIKE '$tag-%'
 }
 
 # what the workers were doing, when one did not do what the test waited for
+# (read by the superuser: the workers' rows of pg_stat_activity)
 sub diag_worker
 {
 	my ($node) = @_;
-	diag(run($node, 'postgres', q{
+	diag(run_as($node, undef, 'postgres', q{
 SELECT * FROM inventory.worker_status;
 SELECT pid, backend_type, state, wait_event_type, wait_event, left(query, 60) FROM pg_stat_activity
  WHERE backend_type LIKE 'inventory%';
@@ -204,7 +254,8 @@ log_statement = none
 }, allows_streaming => 1);
 $primary->safe_psql('postgres', 'CREATE DATABASE shop2');
 $primary->safe_psql($_, 'CREATE EXTENSION inventory') for @DBS;
-is($primary->safe_psql('postgres', 'SELECT bytes, hashes FROM inventory.key_filter'),
+inventory_roles($primary, 'postgres');
+is(monitor($primary, 'postgres', 'SELECT bytes, hashes FROM inventory.key_filter'),
 	'8388608|4', 'the filter takes 8MB by default');
 
 $primary->backup('backup');
@@ -224,9 +275,10 @@ wait_ready($primary, 'after CREATE EXTENSION');
 # KF-HOT: 2,003 units, one per reservation, 3 of them under odd keys; 200
 # confirmed, 200 cancelled, and what the cancels gave back is swept up:
 # KF-HOT is sold out.  KF-OPEN has plenty: its replays are admitted ones.
-is(run($primary, 'postgres', q{
+is(admin($primary, 'postgres', q{
 SELECT status FROM inventory.restock('KF-HOT', 2003, 'in-hot');
-SELECT status FROM inventory.restock('KF-OPEN', 1000000, 'in-open');
+SELECT status FROM inventory.restock('KF-OPEN', 1000000, 'in-open');})
+	. "\n" . app($primary, 'postgres', q{
 SELECT string_agg(s || ':' || n, ' ' ORDER BY s) FROM (
   SELECT r.status AS s, count(*) AS n FROM generate_series(1, 2000) i
    CROSS JOIN LATERAL inventory.reserve('KF-HOT', 1, 'hot-' || i / 5, i % 5 - 2, '1 hour') r
@@ -246,25 +298,31 @@ add_keys('postgres', 'restock/KF-OPEN', 1);
 add_keys('postgres', 'reserve/KF-HOT', 2004);
 add_keys('postgres', 'reserve/KF-OPEN', 600);
 
-# rows written by hand, reservations and restocks, and by a restore's COPY
-is(run($primary, 'postgres', q{
+# rows written by hand (by the administrator), reservations and restocks,
+# and by a restore's COPY (the tables' owner's: the superuser's)
+is(admin($primary, 'postgres', q{
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
 SELECT 'hand-' || i, 7, 'restock', 'KF-OPEN', 1 FROM generate_series(1, 50) i;
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 SELECT 'hand-r-' || i, 1, 'reserve', 'KF-OPEN', 1, now() + interval '1 hour' FROM generate_series(1, 50) i;
+})
+	. run_as($primary, undef, 'postgres', q{
 COPY inventory.ledger FROM stdin;
 restored-1	1	restock	KF-OPEN	5	\N	\N	2026-01-01 00:00:00+00	\N	\N	f	\N
 restored-2	-1	restock	KF-OPEN	5	\N	\N	2026-01-01 00:00:00+00	\N	\N	f	\N
 restored-3	1	restock	KF-OPEN	5	\N	\N	2026-01-01 00:00:00+00	\N	\N	t	\N
 \.
+})
+	. admin($primary, 'postgres', q{
 SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'hand-%' OR order_id LIKE 'restored-%';
 }), '103', 'rows written by hand and by a restore are in the ledger');
 add_keys('postgres', 'restock/KF-OPEN', 53);
 add_keys('postgres', 'reserve/KF-OPEN', 50);
 
 # the other database sells the same keys on its own ledger
-is(run($primary, 'shop2', q{
-SELECT status FROM inventory.restock('KF-HOT', 300, 'in-hot');
+is(admin($primary, 'shop2', q{
+SELECT status FROM inventory.restock('KF-HOT', 300, 'in-hot');})
+	. "\n" . app($primary, 'shop2', q{
 SELECT string_agg(s || ':' || n, ' ' ORDER BY s) FROM (
   SELECT r.status AS s, count(*) AS n FROM generate_series(1, 300) i
    CROSS JOIN LATERAL inventory.reserve('KF-HOT', 1, 'hot-' || i / 5, i % 5 - 2, '1 hour') r
@@ -277,25 +335,25 @@ add_keys('shop2', 'reserve/KF-HOT', 300);
 # restore above emptied this database's cache: loading a SKU again makes its
 # settled movements due), then an administrator deletes half of the folded
 # settled movements of KF-HOT (the units stay where the fold put them)
-ok($primary->poll_query_until('postgres', q{
+ok(poll_as($primary, 'shop_admin', 'postgres', q{
 SELECT count(*) = 100 FROM inventory.ledger WHERE order_id LIKE 'exp-%' AND state = 'EXPIRED'}),
 	'the worker expired the short reservations')
   or diag_worker($primary);
-run($primary, 'postgres', q{SELECT inventory.available('KF-HOT'), inventory.available('KF-OPEN')});
-ok($primary->poll_query_until('postgres', q{
+app($primary, 'postgres', q{SELECT inventory.available('KF-HOT'), inventory.available('KF-OPEN')});
+ok(poll_as($primary, 'shop_admin', 'postgres', q{
 SELECT count(*) = 500 FROM inventory.ledger WHERE state IN ('CONFIRMED', 'CANCELLED', 'EXPIRED') AND folded}),
 	'the worker folds the settled movements')
   or diag_worker($primary);
 my $deleted_where = q{order_id LIKE 'hot-%' AND order_id <> 'hot-sweep'
    AND (5 * substr(order_id, 5)::int + batch_id + 2) % 20 IN (1, 2)};
-is(run($primary, 'postgres', qq{
+is(admin($primary, 'postgres', qq{
 WITH d AS (DELETE FROM inventory.ledger WHERE folded AND kind = 'reserve' AND $deleted_where
            RETURNING state)
 SELECT string_agg(state || ':' || n, ' ' ORDER BY state) FROM (SELECT state, count(*) n FROM d GROUP BY 1) x;
-SELECT inventory.available('KF-HOT');
-}), "CONFIRMED:100 CANCELLED:100\n0", 'an administrator deletes 200 folded movements; KF-HOT stays sold out');
+}) . "\n" . app($primary, 'postgres', q{SELECT inventory.available('KF-HOT')}),
+	"CONFIRMED:100 CANCELLED:100\n0", 'an administrator deletes 200 folded movements; KF-HOT stays sold out');
 add_keys('postgres', 'reserve/KF-HOT', -200);
-is(run($primary, 'postgres', q{
+is(admin($primary, 'postgres', q{
 SELECT sku, kind, count(*) FROM inventory.ledger GROUP BY 1, 2 ORDER BY 1, 2}),
 	"KF-HOT|reserve|1804\nKF-HOT|restock|1\nKF-OPEN|reserve|650\nKF-OPEN|restock|54",
 	'the ledger holds the keys the test counts');
@@ -308,45 +366,54 @@ check_all($primary, 'after the sale', 1);
 # not found: refused on the sold-out SKU, and usable for a new movement
 my $deleted_keys = qq{SELECT 'hot-' || i / 5 AS o, i % 5 - 2 AS b FROM generate_series(1, 2000) i
   WHERE i % 20 IN (1, 2)};
-is(run($primary, 'postgres', qq{
-SELECT said_maybe AS m0, false_positives AS f0 FROM inventory.key_filter \\gset
+{
+	my $said0 = said($primary, 'postgres');
+	my $refused = app($primary, 'postgres', qq{
 SELECT string_agg(s || ':' || n, ' ') FROM (SELECT r.status s, count(*) n FROM ($deleted_keys) k
   CROSS JOIN LATERAL inventory.reserve('KF-HOT', 1, k.o, k.b) r GROUP BY 1) x;
-SELECT said_maybe - :m0, false_positives - :f0 FROM inventory.key_filter;
+});
+	my $said1 = said($primary, 'postgres');
+	my $said = ref $said0 && ref $said1
+	  ? ($said1->[1] - $said0->[1]) . '|' . ($said1->[2] - $said0->[2]) : "$said0 $said1";
+	is(join("\n", $refused, $said, admin($primary, 'postgres', qq{
 SELECT string_agg(s || ':' || n, ' ') FROM (SELECT r.status s, count(*) n FROM ($deleted_keys) k
   CROSS JOIN LATERAL inventory.restock('KF-OTHER', 1, k.o, k.b) r GROUP BY 1) x;
-}), "insufficient:200\n200|200\nok:200",
-	'deleted keys: refused on the sold-out SKU after a lookup each (200 false positives), then free for restocks');
+})), "insufficient:200\n200|200\nok:200",
+		'deleted keys: refused on the sold-out SKU after a lookup each (200 false positives), then free for restocks');
+}
 add_keys('postgres', 'restock/KF-OTHER', 200);
-is(run($primary, 'postgres', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty after the sale');
+is(monitor($primary, 'postgres', "SELECT count(*) FROM inventory.verify('30 s')"), '0',
+	"verify('30 s') is empty after the sale");
 
 # --- a crash, with the worker off: nothing is ready until a rebuild ------------------
 
+# (the superuser's: a server setting, a crash, a start)
 $primary->append_conf('postgresql.conf', 'inventory.worker_enabled = off');
 $primary->stop('immediate');
 $primary->start;
-is($primary->safe_psql('postgres', 'SELECT keys_added, said_absent, said_maybe FROM inventory.key_filter'),
+# after each start, the first calls are the roles' own
+is(monitor($primary, 'postgres', 'SELECT keys_added, said_absent, said_maybe FROM inventory.key_filter'),
 	'0|0|0', 'after a crash the filter starts empty');
 check_all($primary, 'after a crash, before any rebuild', 0);
 
 # buyers go on while the filter is not ready: their keys are added by the
 # trigger all the same
-is(run($primary, 'postgres', q{
+is(app($primary, 'postgres', q{
 SELECT count(*) FILTER (WHERE (inventory.reserve('KF-OPEN', 1, 'nr-' || i, 1, '1 hour')).status = 'ok') FROM generate_series(1, 100) i}),
 	'100', 'reserves made before the rebuild are admitted');
 add_keys('postgres', 'reserve/KF-OPEN', 100);
 
 # a reservation in flight while the keys are read: the rebuild neither
 # waits for it nor sees it
-my $buyer = $primary->background_psql('postgres');
+my $buyer = $primary->background_psql('postgres', extra_params => [ '-U', 'shop_app' ]);
 is($buyer->query_safe(q{BEGIN; SELECT status FROM inventory.reserve('KF-OPEN', 1, 'in-flight', 1, '1 hour')}),
 	'ok', 'a buyer reserves and has not committed yet');
-my $rebuilder = $primary->background_psql('postgres');
+my $rebuilder = $primary->background_psql('postgres', extra_params => [ '-U', 'shop_admin' ]);
 $rebuilder->query_safe(q{SET lock_timeout = '10s'});
 is($rebuilder->query(q{BEGIN; SELECT inventory.key_filter_rebuild()}),
-	$primary->safe_psql('postgres', 'SELECT count(*) FROM inventory.ledger'),
+	admin($primary, 'postgres', 'SELECT count(*) FROM inventory.ledger'),
 	'key_filter_rebuild() reads every committed key, without waiting for the buyer in flight');
-is(run($primary, 'postgres', q{SET lock_timeout = '10s';
+is(app($primary, 'postgres', q{SET lock_timeout = '10s';
 SELECT status FROM inventory.reserve('KF-OPEN', 1, 'during-rebuild', 1, '1 hour');
 SELECT status FROM inventory.reserve('KF-OPEN', 1, 'during-rebuild', 1, '1 hour');
 SELECT status FROM inventory.reserve('KF-HOT', 1, 'during-rebuild-hot');}),
@@ -364,19 +431,20 @@ check_db($primary, 'shop2', 'after the rebuild of postgres only', 0);
 
 $primary->append_conf('postgresql.conf', 'inventory.worker_enabled = on');
 $primary->reload;
-ok($primary->poll_query_until('shop2', 'SELECT ready FROM inventory.key_filter'),
+ok(poll_as($primary, 'shop_monitor', 'shop2', 'SELECT ready FROM inventory.key_filter'),
 	'the worker reads the keys of shop2');
 check_all($primary, 'after the worker\'s rebuild', 1);
 
 # --- a backend crash: the postmaster reinitialises shared memory -------------------
 
-my $victim = $primary->background_psql('postgres');
+# a buyer's backend, killed by the test (a crash: the superuser's)
+my $victim = $primary->background_psql('postgres', extra_params => [ '-U', 'shop_app' ]);
 my $pid = $victim->query_safe('SELECT pg_backend_pid()');
 my $log_offset = -s $primary->logfile;
 kill 'KILL', $pid;
 $victim->quit;
 $primary->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
-ok($primary->poll_query_until('postgres', 'SELECT true'), 'the server is back after a backend crash');
+ok(poll_as($primary, 'shop_app', 'postgres', 'SELECT true'), 'the server is back after a backend crash');
 ok($primary->log_contains("server process \\(PID $pid\\) was terminated by signal 9", $log_offset),
 	'the backend crash restarted the server');
 # the worker may or may not have read the keys yet: the answers are the same
@@ -398,28 +466,33 @@ for my $db (@DBS)
 }
 wait_ready($primary, 'after a restart');
 check_all($primary, 'after a restart', 1);
-is(run($primary, 'postgres', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty after the restarts');
+is(monitor($primary, 'postgres', "SELECT count(*) FROM inventory.verify('30 s')"), '0',
+	"verify('30 s') is empty after the restarts");
 
 # --- failover ------------------------------------------------------------------------
 
 $primary->wait_for_catchup($standby, 'replay');
-is(run($standby, 'postgres', 'SELECT ready FROM inventory.key_filter'), 'f', 'the standby\'s filter is not ready');
-like(run($standby, 'postgres', 'SELECT inventory.key_filter_rebuild()'), qr/FAILED: .*during recovery/,
+is(monitor($standby, 'postgres', 'SELECT ready FROM inventory.key_filter'), 'f', 'the standby\'s filter is not ready');
+like(admin($standby, 'postgres', 'SELECT inventory.key_filter_rebuild()'), qr/FAILED: .*during recovery/,
 	'key_filter_rebuild() is refused on a standby');
 
 # movements that reach the standby only by replay, after that attempt
-is(run($primary, 'postgres', q{
+is(join("\n", admin($primary, 'postgres', q{
 SELECT status FROM inventory.restock('KF-HOT', 300, 'late-in');
+}), app($primary, 'postgres', q{
 SELECT count(*) FILTER (WHERE (inventory.reserve('KF-HOT', 1, 'late-' || i, i % 3, '1 hour')).status = 'ok') FROM generate_series(1, 300) i;
 SELECT count(*) FILTER (WHERE (inventory.reserve('KF-OPEN', 1, 'late-open-' || i, 1, '1 hour')).status = 'ok') FROM generate_series(1, 100) i;
+}) . admin($primary, 'postgres', q{
 INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty)
 SELECT 'late-hand-' || i, 1, 'restock', 'KF-OPEN', 1 FROM generate_series(1, 10) i;
+}), app($primary, 'postgres', q{
 SELECT inventory.available('KF-HOT');
-}), "ok\n300\n100\n0", 'the primary sells more just before the failover');
-is(run($primary, 'shop2', q{
+})), "ok\n300\n100\n0", 'the primary sells more just before the failover');
+is(join("\n", admin($primary, 'shop2', q{
 SELECT status FROM inventory.restock('KF-HOT', 50, 'late-in');
+}), app($primary, 'shop2', q{
 SELECT count(*) FILTER (WHERE (inventory.reserve('KF-HOT', 1, 'late-' || i, 1, '1 hour')).status = 'ok') FROM generate_series(1, 50) i;
-}), "ok\n50", 'and so does shop2');
+})), "ok\n50", 'and so does shop2');
 add_keys('postgres', 'restock/KF-HOT', 1);
 add_keys('postgres', 'reserve/KF-HOT', 300);
 add_keys('postgres', 'reserve/KF-OPEN', 100);
@@ -436,7 +509,8 @@ $new->append_conf('postgresql.conf', 'inventory.worker_enabled = on');
 $new->reload;
 wait_ready($new, 'after the promotion');
 check_all($new, 'after the promotion', 1);
-is(run($new, $_, 'SELECT count(*) FROM inventory.verify()'), '0', "verify() on the new primary is empty in $_")
+is(monitor($new, $_, "SELECT count(*) FROM inventory.verify('30 s')"), '0',
+	"verify('30 s') on the new primary is empty in $_")
   for @DBS;
 $new->stop;
 
@@ -457,21 +531,22 @@ max_locks_per_transaction = 256
 log_statement = none
 });
 $tiny->safe_psql('postgres', 'CREATE EXTENSION inventory');
-is($tiny->safe_psql('postgres', 'SELECT current_setting(\'inventory.key_filter_size\'), bytes, ready FROM inventory.key_filter'),
+inventory_roles($tiny, 'postgres');
+is(as_monitor($tiny, 'postgres', 'SELECT current_setting(\'inventory.key_filter_size\'), bytes, ready FROM inventory.key_filter'),
 	'8kB|8192|f', 'a filter of 8kB');
-is($tiny->safe_psql('postgres', 'SELECT inventory.key_filter_rebuild()'), '0', 'an empty ledger has no keys to read');
-$tiny->safe_psql('postgres', "SELECT inventory.restock('KF-HOT', $TINY_KEYS, 'in-tiny')");
+is(as_admin($tiny, 'postgres', 'SELECT inventory.key_filter_rebuild()'), '0', 'an empty ledger has no keys to read');
+as_admin($tiny, 'postgres', "SELECT inventory.restock('KF-HOT', $TINY_KEYS, 'in-tiny')");
 my $made = 0;
 for my $c (1 .. $TINY_KEYS / $CHUNK)
 {
 	my $lo = ($c - 1) * $CHUNK + 1;
 	my $hi = $lo + $CHUNK - 1;
-	$made += $tiny->safe_psql('postgres', qq{
+	$made += as_app($tiny, 'postgres', qq{
 SELECT count(*) FROM generate_series($lo, $hi) i
  WHERE (inventory.reserve('KF-HOT', 1, 't-' || i, i % 7 - 3, '1 hour')).status = 'ok'});
 }
 is($made, $TINY_KEYS, "$TINY_KEYS reservations sell KF-HOT out");
-my ($fill, $fpr, $added) = split /\|/, $tiny->safe_psql('postgres',
+my ($fill, $fpr, $added) = split /\|/, as_monitor($tiny, 'postgres',
 	'SELECT fill, false_positive_rate, keys_added FROM inventory.key_filter');
 cmp_ok($fill, '>', 0.9, "the filter is full: fill $fill, expected false positive rate $fpr");
 cmp_ok($added, '>=', $TINY_KEYS + 1, "keys_added counts every key ($added)");
@@ -488,9 +563,9 @@ is($r->{locks}, $r->{maybe}, 'each new key said maybe was locked and looked up, 
 
 $tiny->append_conf('postgresql.conf', 'inventory.key_filter_size = 0');
 $tiny->restart;
-is($tiny->safe_psql('postgres', 'SELECT bytes, fill, keys_added, ready FROM inventory.key_filter'),
+is(monitor($tiny, 'postgres', 'SELECT bytes, fill, keys_added, ready FROM inventory.key_filter'),
 	'0|0|0|f', 'a filter of size 0 takes no memory and is never ready');
-like(run($tiny, 'postgres', 'SELECT inventory.key_filter_rebuild()'), qr/FAILED: .*the key filter is off/,
+like(admin($tiny, 'postgres', 'SELECT inventory.key_filter_rebuild()'), qr/FAILED: .*the key filter is off/,
 	'key_filter_rebuild() says the filter is off');
 # the path is the one of a database not ready yet: a fifth of the keys will do
 %keys = (postgres => { 'restock/KF-HOT' => 1, 'reserve/KF-HOT' => 2 * $CHUNK });
@@ -499,7 +574,7 @@ is(replays($tiny, 'postgres', @chunks[0, 1, -1]), expected_replays('postgres'),
 is(new_keys($tiny, 'postgres', 'KF-HOT', 1000)->{text},
 	'insufficient:1000 locks=1000 scans=1000 absent=0 maybe=0 fp=0',
 	'filter off: new keys are refused, each looked up under its lock');
-is(run($tiny, 'postgres', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty');
+is(monitor($tiny, 'postgres', "SELECT count(*) FROM inventory.verify('30 s')"), '0', "verify('30 s') is empty");
 $tiny->stop;
 
 done_testing();

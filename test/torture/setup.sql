@@ -19,9 +19,18 @@
 -- aborts and the test fails with the message; torture.judge_now() does the
 -- same for the status reserve_now() answers.  The views at the end are
 -- what the checkpoints of the test assert empty.
-
-CREATE EXTENSION inventory;
-CREATE SCHEMA torture;
+--
+-- Who: the superuser has made the extension, the login roles and the
+-- schema torture, owned by the administrator, shop_admin, who runs this
+-- file: its restocks and writes are the administrator's, and so are the
+-- tables, views and functions here, which read inventory.sku and
+-- inventory.ledger with the administrator's rights.  The load's scripts
+-- run as the role whose calls they make (shop_app, shop_admin,
+-- shop_monitor); the functions that check a call of the application's
+-- against the tables in its own transaction (torture.judge_now(),
+-- torture.has_row() and the others below, torture.within() and
+-- torture.on_sale() in the test) are SECURITY DEFINER: the checks read
+-- as the administrator, the calls run with the caller's rights alone.
 
 ------------------------------------------------------------------------------
 -- SKUs
@@ -273,7 +282,7 @@ CREATE TABLE torture.now_log (order_id text, shared boolean, sku text, qty bigin
 --   allowed   the statuses the script's situation allows
 CREATE FUNCTION torture.judge_now(status text, order_id text, sku text, qty bigint, ttl interval,
 								  buyer text, shared boolean, existed boolean, allowed text[])
-RETURNS text LANGUAGE plpgsql AS $$
+RETURNS text LANGUAGE plpgsql SECURITY DEFINER AS $$
 DECLARE
 	returned timestamptz := clock_timestamp();
 	-- a reservation through the express lane is the writer's transaction;
@@ -311,6 +320,21 @@ BEGIN
 	RETURN status;
 END
 $$;
+
+-- The ledger, as the application's scripts look at it in their own
+-- transactions (with the calling statement's snapshot: STABLE).
+-- has_row: whether key (order_id, batch_id) has a movement.
+CREATE FUNCTION torture.has_row(order_id text, batch_id integer) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER
+AS $$ SELECT EXISTS (SELECT FROM inventory.ledger l WHERE l.order_id = $1 AND l.batch_id = $2) $$;
+-- rows_of: the movements of batch 1 of the order ids
+CREATE FUNCTION torture.rows_of(order_ids text[], OUT order_id text, OUT sku text, OUT qty bigint)
+RETURNS SETOF record LANGUAGE sql STABLE SECURITY DEFINER
+AS $$ SELECT l.order_id, l.sku, l.qty FROM inventory.ledger l WHERE l.order_id = ANY ($1) AND l.batch_id = 1 $$;
+-- rows_like: how many movements have an order id LIKE pattern
+CREATE FUNCTION torture.rows_like(pattern text) RETURNS bigint
+LANGUAGE sql STABLE SECURITY DEFINER
+AS $$ SELECT count(*) FROM inventory.ledger l WHERE l.order_id LIKE $1 $$;
 
 ------------------------------------------------------------------------------
 -- What the checkpoints assert empty (the load paused, the worker idle)

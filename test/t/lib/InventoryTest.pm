@@ -351,4 +351,45 @@ SELECT line FROM (
 };
 }
 
+# as_each_caller(NODE, DBNAME, SQL): runs the statements of SQL in order,
+# each connected as the login role that the manual gives its calls (a
+# script written for one session, such as history_sql() or sale_sql(),
+# whose statements each end a line with ";"): shop_admin for a statement
+# that calls an administrator's function (restock, adjust, withdraw,
+# set_rules, expire, fold, verify, ...) or writes or reads inventory.sku or
+# inventory.ledger, shop_app for the others.  Consecutive statements of one
+# role share a session.  Dies on an error, as safe_psql; returns what the
+# sessions printed, one after the other.
+sub as_each_caller
+{
+	my ($node, $dbname, $sql) = @_;
+	my $admin = qr/\binventory\.(?:restock|adjust|withdraw|set_rules|expire|fold|verify|key_filter_rebuild|stats_reset|restore_finish|restore_abandon|set_reconciler|stop_worker)\s*\(|\binventory\.(?:sku|ledger)\b/;
+	my @groups;
+	for my $stmt (split /(?<=;)\n/, $sql)
+	{
+		next unless $stmt =~ /\S/;
+		my $role = $stmt =~ $admin ? 'shop_admin' : 'shop_app';
+		if (@groups && $groups[-1][0] eq $role)
+		{
+			$groups[-1][1] .= "$stmt\n";
+		}
+		else
+		{
+			push @groups, [ $role, "$stmt\n" ];
+		}
+	}
+	return join "\n", grep { $_ ne '' } map { as_role($node, $_->[0], $dbname, $_->[1]) } @groups;
+}
+
+# poll_as(NODE, ROLE, DBNAME, SQL, [EXPECTED]): $node->poll_query_until,
+# each attempt a new connection as ROLE.
+sub poll_as
+{
+	my ($node, $role, $dbname, $sql, $expected) = @_;
+	local $ENV{PGUSER} = $role;
+	return $node->poll_query_until($dbname, $sql, $expected);
+}
+
+push @EXPORT_OK, qw(as_each_caller poll_as);
+
 1;

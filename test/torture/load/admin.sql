@@ -1,5 +1,5 @@
--- An administrator at the psql prompt, writing the tables directly: the
--- trigger holds these writes to the same rules as the API's.
+-- An administrator (shop_admin) at the psql prompt, writing the tables
+-- directly: the trigger holds these writes to the same rules as the API's.
 \set what random(1, 7)
 \set back random(0, 999)
 \set order random(1, 9000000000000000000)

@@ -1,2 +1,3 @@
--- Expiry on demand, racing the worker and the buyers who confirm.
+-- Expiry on demand, by the administrator (shop_admin), racing the worker
+-- and the buyers who confirm.
 SELECT inventory.expire();

@@ -1,5 +1,6 @@
--- A delivery under a live key, or now and then an old one: a replay is a
--- duplicate and writes nothing.  A few create SKUs NEW-0 .. NEW-9.
+-- A delivery, by the administrator (shop_admin), under a live key, or now
+-- and then an old one: a replay is a duplicate and writes nothing.  A few
+-- create SKUs NEW-0 .. NEW-9.
 \set back random(0, 999)
 \if random(1, 10) = 1
 \set back random(0, :oldest)

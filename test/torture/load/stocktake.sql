@@ -1,6 +1,7 @@
--- A stocktake under a live key, a third of them version-checked with the
--- version read from inventory.stock just before.  A count below what is
--- reserved is refused; a replay is a duplicate and writes nothing.
+-- A stocktake, by the administrator (shop_admin), under a live key, a
+-- third of them version-checked with the version read from
+-- inventory.stock just before.  A count below what is reserved is
+-- refused; a replay is a duplicate and writes nothing.
 \set back random(0, 999)
 \if random(1, 3) = 1
 SELECT n, m.sku FROM torture.key(:back) n, torture.stocktake(n) m \gset

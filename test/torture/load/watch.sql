@@ -1,4 +1,5 @@
--- A reader.  At every instant, live or in the tables, nothing is oversold.
+-- A monitor (shop_monitor) reading.  At every instant, live or in the
+-- tables, nothing is oversold.
 \set hot random(0, 3)
 SELECT torture.must(count(*) = 0, 'oversold in sku_stats: ' || string_agg(s::text, ', '))
   FROM inventory.sku_stats s
