@@ -1,8 +1,10 @@
 -- comments.sql: \df+ and \d+ explain everything a user sees: every table,
 -- view, type and function of the extension, every column of its views and
--- of inventory.result, and the ledger's foreign key, have a comment.
+-- of inventory.result, and the ledger's foreign key, have a comment.  The
+-- catalogs are everyone's to read: the monitoring role reads them here.
 
 \set name comments
+\set role shop_monitor
 \ir lib/setup.sql
 
 BEGIN;
