@@ -19,6 +19,15 @@
 # that prints "SENT i" before call i and "ACK i STATUS" once it answered;
 # when the server dies it exits, so the call sent without an answer is the
 # only one that may have committed unacknowledged, and none after it ran.
+#
+# Who calls: the clients, their replays and retries, and the first call
+# after each restart (on a cache that starts empty) are shop_app
+# (inventory_app); shop_admin (inventory_admin) restocks, sets the rules,
+# reads the ledger and verifies; shop_monitor (inventory_monitor) reads the
+# express lane's figures, inventory.stock, available() and sku_stats.  The
+# superuser creates the extension and the roles, reads the clients' and the
+# writer's rows of pg_stat_activity (other roles' rows) to pick what it
+# kills, and crashes and starts the server.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -28,7 +37,7 @@ use Time::HiRes qw(usleep time);
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use InventoryTest qw(wait_until inventory_node reserve_now_client reserve_now_log
-  stock_vs_ledger_sql);
+  stock_vs_ledger_sql inventory_roles as_app as_admin as_monitor);
 
 my $CLIENTS  = 8;
 my $CALLS    = 20000;   # per client and round: far more than run before the crash
@@ -43,10 +52,9 @@ max_connections = 40
 restart_after_crash = on
 log_statement = none
 });
-$node->safe_psql('postgres', q{
-CREATE EXTENSION inventory;
-SELECT inventory.restock('HOT', 1000000, 'stock-HOT');
-});
+$node->safe_psql('postgres', 'CREATE EXTENSION inventory');
+inventory_roles($node);
+as_admin($node, 'postgres', "SELECT inventory.restock('HOT', 1000000, 'stock-HOT')");
 
 my %sku_count;    # SKUs made, for the check of the cache
 
@@ -85,7 +93,7 @@ sub server_pids
 
 sub writer_pid
 {
-	return $node->safe_psql('postgres',
+	return as_monitor($node, 'postgres',
 		"SELECT writer_pid FROM inventory.express_status WHERE datname = 'postgres'");
 }
 
@@ -95,14 +103,14 @@ sub start_load
 {
 	my ($round) = @_;
 	my @skus = round_skus($round);
-	$node->safe_psql('postgres', join "\n",
+	as_admin($node, 'postgres', join "\n",
 		(map { "SELECT inventory.restock('$_', $SMALL, 'stock-$_');" } @skus[ 0 .. 2 ]),
 		"SELECT inventory.restock('$skus[3]', 100000, 'stock-$skus[3]');",
 		"SELECT inventory.set_rules('$skus[3]', $LIMIT);");
 	$sku_count{$_} = 1 for @skus;
 
 	my @clients = map { reserve_now_client($node, 'postgres', "024_r${round}_c$_", make_plan($round, $_),
-			3 * $DEADLINE) } 1 .. $CLIENTS;
+			3 * $DEADLINE, 'shop_app') } 1 .. $CLIENTS;
 	my $total = 0;
 	my $busy = wait_until($DEADLINE, sub {
 		my @n = map { scalar keys %{ (reserve_now_log($_))[1] } } @clients;
@@ -110,9 +118,11 @@ sub start_load
 		$total += $_ for @n;
 		return !grep({ $_ < 5 } @n) && $total >= $MIN_ACKS;
 	});
-	ok($busy, "round $round: all $CLIENTS clients are calling, $total calls answered");
+	# the load runs (scaffolding: the checks that follow are the test)
+	$busy or die "round $round: the $CLIENTS clients answered only $total calls in $DEADLINE s";
+	note("round $round: all $CLIENTS clients are calling, $total calls answered");
 	# the calls go through the writer, several in a batch
-	my ($rows, $max_batch, $fallbacks) = split /\|/, $node->safe_psql('postgres', q{
+	my ($rows, $max_batch, $fallbacks) = split /\|/, as_monitor($node, 'postgres', q{
 SELECT coalesce(sum(rows), 0), coalesce(max(max_batch), 0), inventory.express_fallbacks()
   FROM inventory.express_status});
 	ok($rows > 0 && $max_batch > 1 && $fallbacks == 0,
@@ -149,7 +159,7 @@ sub rows_of_round
 {
 	my ($round) = @_;
 	my %row;
-	for (split /\n/, $node->safe_psql('postgres', qq{
+	for (split /\n/, as_admin($node, 'postgres', qq{
 SELECT order_id, batch_id, kind, sku, qty, coalesce(buyer_id, ''), state, expires_at - created_at = interval '1 hour'
   FROM inventory.ledger WHERE order_id LIKE 'r$round-c%' ORDER BY order_id, batch_id}))
 	{
@@ -165,15 +175,19 @@ sub after_restart
 	my @skus = round_skus($round);
 
 	# --- the writer comes back at the next call -----------------------------
-	is($node->safe_psql('postgres', "SELECT inventory.reserve_now('HOT', 1, 'after-r$round')"),
+	# the application's call is the first after the restart, on a cache
+	# that starts empty
+	is(as_app($node, 'postgres', "SELECT inventory.reserve_now('HOT', 1, 'after-r$round')"),
 		'ok', "round $round: a reserve_now() answers ok after the restart");
 	my $writer = writer_pid();
 	like($writer, qr/^\d+$/, "round $round: a writer wrote it");
 	isnt($writer, $old_writer, "round $round: a new writer");
+	# the writer's row of pg_stat_activity is not the monitor's to read
+	# (another role's row): the superuser reads it
 	is($node->safe_psql('postgres', qq{
 SELECT backend_type FROM pg_stat_activity WHERE pid = $writer}), 'inventory express writer',
 		"round $round: pg_stat_activity shows it");
-	is($node->safe_psql('postgres', 'SELECT inventory.express_fallbacks()'), '0',
+	is(as_monitor($node, 'postgres', 'SELECT inventory.express_fallbacks()'), '0',
 		"round $round: no call reserved in its own transaction");
 
 	# --- every acknowledged call, and nothing that was not sent ---------------
@@ -255,24 +269,26 @@ SELECT backend_type FROM pg_stat_activity WHERE pid = $writer}), 'inventory expr
 	note("round $round: $count{inflight} calls were in flight at the crash, $count{committed} of them committed");
 
 	# --- the counters add up ----------------------------------------------------
-	is($node->safe_psql('postgres', qq{
+	is(as_admin($node, 'postgres', qq{
 SELECT l.buyer_id || ' ' || sum(l.qty) FROM inventory.ledger l
  WHERE l.sku = '$skus[3]' AND l.state IN ('PENDING', 'CONFIRMED')
  GROUP BY l.buyer_id HAVING sum(l.qty) > $LIMIT OR l.buyer_id IS NULL}),
 		'', "round $round: no buyer holds more than the limit");
 	my $counters_add_up = sub {
 		my ($when) = @_;
-		my $verify = $node->safe_psql('postgres', 'SELECT * FROM inventory.verify()');
-		is($verify, '', "round $round, $when: verify() is empty");
-		is($node->safe_psql('postgres', stock_vs_ledger_sql()), '',
+		# verify('30 s') waits for a SKU with a change in flight and fails
+		# naming it if it is still busy: every SKU is compared
+		my $verify = as_admin($node, 'postgres', "SELECT * FROM inventory.verify('30 s')");
+		is($verify, '', "round $round, $when: verify('30 s') is empty");
+		is(as_admin($node, 'postgres', stock_vs_ledger_sql()), '',
 			"round $round, $when: inventory.stock of every SKU is what its whole ledger adds up to");
 		my $skus = scalar(keys %sku_count) + 1;
-		is($node->safe_psql('postgres', q{
+		is(as_monitor($node, 'postgres', q{
 SELECT count(*) || ' ' || count(*) FILTER (WHERE inventory.available(sku) = available AND available = on_hand - reserved
                                             AND on_hand >= reserved AND reserved >= 0)
   FROM inventory.stock}), "$skus $skus",
 			"round $round, $when: available() of every SKU is on_hand - reserved, nothing oversold");
-		is($node->safe_psql('postgres', q{
+		is(as_monitor($node, 'postgres', q{
 SELECT count(*) || ' ' || count(*) FILTER (WHERE (c.on_hand, c.reserved, c.available, c.holds, c.in_flight)
                                                   = (s.on_hand, s.reserved, s.available, 0, 0))
   FROM inventory.stock s JOIN inventory.sku_stats c USING (sku)}), "$skus $skus",
@@ -287,22 +303,22 @@ SELECT count(*) || ' ' || count(*) FILTER (WHERE (c.on_hand, c.reserved, c.avail
 		my (undef, $ack) = reserve_now_log($cl);
 		push @acked, map { $cl->{calls}[ $_ - 1 ] } grep { $ack->{$_} eq 'ok' } keys %$ack;
 	}
-	my $before = $node->safe_psql('postgres', 'SELECT sum(on_hand), sum(reserved), sum(version) FROM inventory.stock');
-	my $replay = reserve_now_client($node, 'postgres', "024_r${round}_replay", \@acked, $DEADLINE);
+	my $before = as_monitor($node, 'postgres', 'SELECT sum(on_hand), sum(reserved), sum(version) FROM inventory.stock');
+	my $replay = reserve_now_client($node, 'postgres', "024_r${round}_replay", \@acked, $DEADLINE, 'shop_app');
 	$replay->{h}->finish;
 	my (undef, $rack) = reserve_now_log($replay);
 	my @wrong = map { "$acked[$_ - 1]{key}: $rack->{$_}" } grep { $rack->{$_} ne 'duplicate' } sort { $a <=> $b } keys %$rack;
 	is(scalar(keys %$rack) . ' ' . join('; ', @wrong[ 0 .. ($#wrong < 9 ? $#wrong : 9) ]), scalar(@acked) . ' ',
 		"round $round: the " . scalar(@acked) . ' calls acknowledged ok, replayed, are each a duplicate');
-	is($node->safe_psql('postgres', 'SELECT sum(on_hand), sum(reserved), sum(version) FROM inventory.stock'),
+	is(as_monitor($node, 'postgres', 'SELECT sum(on_hand), sum(reserved), sum(version) FROM inventory.stock'),
 		$before, "round $round: the replays changed nothing");
 
 	# --- the calls without an answer, retried ---------------------------------------
 	# units enough for every retry of a small SKU; the limit is counted from
 	# the tables, call by call
-	$node->safe_psql('postgres', join "\n",
+	as_admin($node, 'postgres', join "\n",
 		map { "SELECT inventory.restock('$_', 30, 'refill-$_');" } @skus[ 0 .. 2 ]);
-	my %held = split /\||\n/, $node->safe_psql('postgres', qq{
+	my %held = split /\||\n/, as_admin($node, 'postgres', qq{
 SELECT buyer_id, sum(qty) FROM inventory.ledger WHERE sku = '$skus[3]' AND state IN ('PENDING', 'CONFIRMED')
  GROUP BY buyer_id});
 	my @expect;
@@ -314,7 +330,8 @@ SELECT buyer_id, sum(qty) FROM inventory.ledger WHERE sku = '$skus[3]' AND state
 		$held{ $call->{buyer} } += $call->{qty} if $e eq 'ok' && $call->{buyer};
 		push @expect, $e;
 	}
-	my $retry = reserve_now_client($node, 'postgres', "024_r${round}_retry", [ @inflight, @inflight ], $DEADLINE);
+	my $retry = reserve_now_client($node, 'postgres', "024_r${round}_retry", [ @inflight, @inflight ], $DEADLINE,
+		'shop_app');
 	$retry->{h}->finish;
 	my (undef, $tack) = reserve_now_log($retry);
 	is(join(' ', map { $tack->{$_} // 'none' } 1 .. @inflight), join(' ', @expect),
@@ -334,42 +351,48 @@ SELECT buyer_id, sum(qty) FROM inventory.ledger WHERE sku = '$skus[3]' AND state
 {
 	my $clients = start_load(1);
 	my $old_writer = writer_pid();
+	# the victim: a client backend asleep in its call (scaffolding, as the
+	# superuser, who reads the wait events of shop_app's backends)
 	my $victim;
-	ok(wait_until($DEADLINE, sub {
+	wait_until($DEADLINE, sub {
 		$victim = $node->safe_psql('postgres', q{
 SELECT pid FROM pg_stat_activity
  WHERE application_name LIKE '024_r1_c%' AND wait_event_type = 'Extension' AND wait_event = 'Extension' LIMIT 1});
 		return $victim ne '';
-	}), 'round 1: a client backend is asleep in reserve_now()');
+	}) or die 'round 1: no client backend is asleep in reserve_now()';
 	my $offset = -s $node->logfile;
 	kill 'KILL', $victim;
 	wait_clients(1, $clients);
-	$node->wait_for_log(qr/database system is ready to accept connections/, $offset);
-	like(slurp_file($node->logfile, $offset),
-		qr/server process \(PID $victim\) was terminated by signal 9/,
-		'round 1: the killed backend made the server restart');
-	ok($node->poll_query_until('postgres', 'SELECT 1', '1'), 'round 1: the server accepts connections again');
+	# the killed backend made the server restart (wait_for_log dies if not)
+	$node->wait_for_log(
+		qr/server process \(PID $victim\) was terminated by signal 9.*database system is ready to accept connections/s,
+		$offset);
+	$node->poll_query_until('postgres', 'SELECT 1', '1')
+	  or die 'round 1: the server does not accept connections';
 	after_restart(1, $clients, $old_writer);
 }
 
 # Round 2: kill -9 of the express writer while it writes a batch.
 {
 	my $clients = start_load(2);
+	# the writer, while it writes a batch (scaffolding, as the superuser,
+	# who reads the writer's row of pg_stat_activity)
 	my $writer;
-	ok(wait_until($DEADLINE, sub {
+	wait_until($DEADLINE, sub {
 		$writer = $node->safe_psql('postgres', q{
 SELECT a.pid FROM pg_stat_activity a JOIN inventory.express_status e ON e.writer_pid = a.pid
  WHERE a.backend_type = 'inventory express writer' AND a.state = 'active'});
 		return $writer ne '';
-	}), 'round 2: the express writer is writing a batch');
+	}) or die 'round 2: the express writer is not writing a batch';
 	my $offset = -s $node->logfile;
 	kill 'KILL', $writer;
 	wait_clients(2, $clients);
-	$node->wait_for_log(qr/database system is ready to accept connections/, $offset);
-	like(slurp_file($node->logfile, $offset),
-		qr/inventory express writer.*\(PID $writer\) was terminated by signal 9/,
-		'round 2: the killed writer made the server restart');
-	ok($node->poll_query_until('postgres', 'SELECT 1', '1'), 'round 2: the server accepts connections again');
+	# the killed writer made the server restart (wait_for_log dies if not)
+	$node->wait_for_log(
+		qr/inventory express writer.*\(PID $writer\) was terminated by signal 9.*database system is ready to accept connections/s,
+		$offset);
+	$node->poll_query_until('postgres', 'SELECT 1', '1')
+	  or die 'round 2: the server does not accept connections';
 	after_restart(2, $clients, $writer);
 }
 
@@ -382,9 +405,9 @@ SELECT a.pid FROM pg_stat_activity a JOIN inventory.express_status e ON e.writer
 	wait_clients(3, $clients);
 	# the children notice the postmaster is gone and exit; until all have,
 	# the data directory is in use and a start would be refused
-	ok(wait_until($DEADLINE, sub { !kill(0, $postmaster) && !server_pids() }),
-		'round 3: every process of the killed server has exited');
-	ok($node->start(fail_ok => 1), 'round 3: the server starts again');
+	wait_until($DEADLINE, sub { !kill(0, $postmaster) && !server_pids() })
+	  or die 'round 3: processes of the killed server are left: ' . join(' ', server_pids());
+	$node->start;
 	after_restart(3, $clients, $old_writer);
 }
 

@@ -13,6 +13,15 @@
 # for the cancel: there the wait for the standby is its transaction's
 # commit, which PostgreSQL ends with a warning and the answer, as it does
 # for reserve().  On the standby reserve_now() is refused (25006).
+#
+# Who calls: every reserve_now(), its replays and retries are shop_app's
+# (inventory_app), in sessions of its own, and the application cancels its
+# own waiting call (pg_cancel_backend of a backend of its role); shop_admin
+# (inventory_admin) restocks and reads the ledger; shop_monitor
+# (inventory_monitor) reads the express lane's figures, inventory.stock and
+# verifies.  The superuser creates the extension and the roles, runs the
+# servers and the replication (settings, stop, start, restart, catch-up)
+# and reads the wait events of shop_app's backends in pg_stat_activity.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -20,17 +29,17 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(wait_until inventory_node psql_session said wait_said);
+use InventoryTest qw(wait_until inventory_node psql_session said wait_said inventory_roles as_app as_admin
+  as_monitor);
 
 my $DEADLINE = 30;    # seconds, for every wait of this test
 
 my $primary = inventory_node('primary', qq{
 log_statement = none
 }, allows_streaming => 1);
-$primary->safe_psql('postgres', q{
-CREATE EXTENSION inventory;
-SELECT inventory.restock('A', 1000, 'in-A');
-});
+$primary->safe_psql('postgres', 'CREATE EXTENSION inventory');
+inventory_roles($primary);
+as_admin($primary, 'postgres', "SELECT inventory.restock('A', 1000, 'in-A')");
 $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'backup', has_streaming => 1);
@@ -41,34 +50,36 @@ synchronous_standby_names = 'standby'
 synchronous_commit = on
 });
 $primary->reload;
-ok($primary->poll_query_until('postgres',
-	"SELECT sync_state = 'sync' FROM pg_stat_replication WHERE application_name = 'standby'"),
-	'the standby is synchronous');
+$primary->poll_query_until('postgres',
+	"SELECT sync_state = 'sync' FROM pg_stat_replication WHERE application_name = 'standby'")
+  or die 'the standby is not synchronous';
 
 # the rows of key on node
 sub rows
 {
 	my ($node, $key) = @_;
-	return $node->safe_psql('postgres',
+	return as_admin($node, 'postgres',
 		"SELECT count(*) FROM inventory.ledger WHERE order_id = '$key' AND kind = 'reserve' AND state = 'PENDING'");
 }
 
-# SQL run by psql on node without stopping at an error: its output and
-# the SQLSTATE of its last statement (00000: it succeeded)
+# SQL run by psql on node as the application, without stopping at an
+# error: its output and the SQLSTATE of its last statement (00000: it
+# succeeded)
 sub run_sql
 {
 	my ($node, $sql) = @_;
 	my ($out, $err) = ('', '');
 	$node->psql('postgres', "$sql;\n\\echo sqlstate=:SQLSTATE",
-		stdout => \$out, stderr => \$err, on_error_stop => 0);
+		stdout => \$out, stderr => \$err, on_error_stop => 0, extra_params => [ '-U', 'shop_app' ]);
 	my $state = $out =~ s/^sqlstate=(\w+)\n?//m ? $1 : 'none';
 	return ($out, $state, $err);
 }
 
-# A psql session driven by hand, on the primary: it says its pid first
+# A psql session of the application driven by hand, on the primary: it
+# says its pid first
 sub session
 {
-	my $s = psql_session($primary, 3 * $DEADLINE, 0);
+	my $s = psql_session($primary, 3 * $DEADLINE, 0, 'postgres', 'shop_app');
 	$s->{in} .= "SELECT 'pid=' || pg_backend_pid();\n";
 	wait_said($s, qr/^pid=(\d+)$/m);
 	($s->{pid}) = $s->{out} =~ /^pid=(\d+)$/m;
@@ -84,6 +95,7 @@ sub send_call
 	$s->{run}->pump_nb;
 }
 
+# (read by the superuser: shop_app's rows of pg_stat_activity)
 my $sync_wait = sub {
 	my ($pid) = @_;
 	return "SELECT wait_event_type = 'IPC' AND wait_event = 'SyncRep' FROM pg_stat_activity WHERE pid = $pid";
@@ -99,22 +111,22 @@ sub waits_for_standby
 		"$what: the call of $key waits for the standby (wait event SyncRep)");
 	ok(!said($s, qr/answer=|sqlstate=/), "$what: and has not answered");
 	my $local = rows($primary, $key);
-	ok($local <= 1, "$what: its row is committed locally or not at all ($local)");
+	note("$what: its row is " . ($local ? 'committed locally' : 'not committed yet'));
 	return $local;
 }
 
 # --- with the standby running -----------------------------------------------------------
 
-is($primary->safe_psql('postgres', "SELECT inventory.reserve_now('A', 1, 'rep-on')"),
+is(as_app($primary, 'postgres', "SELECT inventory.reserve_now('A', 1, 'rep-on')"),
 	'ok', 'with the standby running, reserve_now() answers ok');
 $primary->wait_for_catchup($standby, 'replay');
 is(rows($standby, 'rep-on'), '1', 'its row is on the standby');
-is($primary->safe_psql('postgres', q{
+is(as_app($primary, 'postgres', q{
 SET synchronous_commit = remote_apply;
 SELECT inventory.reserve_now('A', 1, 'rep-apply');
 }), 'ok', 'a call with synchronous_commit = remote_apply answers ok');
 is(rows($standby, 'rep-apply'), '1', 'and its row is readable on the standby at once');
-is($primary->safe_psql('postgres', 'SELECT count(*) FROM inventory.express_status'), '1',
+is(as_monitor($primary, 'postgres', 'SELECT count(*) FROM inventory.express_status'), '1',
 	'the calls went through an express writer');
 
 # --- on the standby -----------------------------------------------------------------------
@@ -124,8 +136,8 @@ for my $key ('rep-on', 'rep-new')
 	my ($out, $state, $err) = run_sql($standby, "SELECT inventory.reserve_now('A', 1, '$key')");
 	is("$out$state", '25006', "on the standby, reserve_now() of " . ($key eq 'rep-on' ? 'a key it has' : 'a new key') . ' is refused with 25006');
 }
-is($standby->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'), '0',
-	'verify() on the standby is empty');
+is(as_monitor($standby, 'postgres', "SELECT count(*) FROM inventory.verify('30 s')"), '0',
+	"verify('30 s') on the standby is empty");
 
 # --- the standby stopped: the call waits, and answers when it is back ----------------------------
 
@@ -144,11 +156,11 @@ sub stopped
 	$standby->stop;
 	$s->{out} = $s->{err} = '';
 	waits_for_standby($s, $key, $what);
-	is($primary->safe_psql('postgres', qq{
+	is(as_app($primary, 'postgres', qq{
 SET synchronous_commit = local;
 SELECT inventory.reserve_now('A', 1, '$key-local');
 }), 'ok', "$what: meanwhile a caller with synchronous_commit = local is answered ok at once");
-	is($primary->safe_psql('postgres', 'SELECT inventory.express_fallbacks()'), $fallbacks,
+	is(as_monitor($primary, 'postgres', 'SELECT inventory.express_fallbacks()'), $fallbacks,
 		"$what: " . ($fallbacks ? "both calls reserved in their own transaction ($fallbacks fallbacks)"
 			: 'through the writer, which the waiting caller does not hold up'));
 	ok(!said($s, qr/answer=|sqlstate=/), "$what: the first call still waits");
@@ -191,7 +203,8 @@ sub cancel
 	$standby->stop;
 	$s->{out} = $s->{err} = '';
 	waits_for_standby($s, $key, $what);
-	is($primary->safe_psql('postgres', "SELECT pg_cancel_backend($s->{pid})"), 't',
+	# the application cancels its own call (a backend of its own role)
+	is(as_app($primary, 'postgres', "SELECT pg_cancel_backend($s->{pid})"), 't',
 		"$what: the waiting call is cancelled");
 	wait_said($s, qr/sqlstate=/);
 	if ($own)
@@ -228,22 +241,24 @@ $s->{in} .= "\\q\n";
 $s->{run}->finish;
 $primary->append_conf('postgresql.conf', "inventory.max_express_writers = 0\n");
 $primary->restart;
-ok($primary->poll_query_until('postgres',
-	"SELECT sync_state = 'sync' FROM pg_stat_replication WHERE application_name = 'standby'"),
-	'max_express_writers = 0: the standby is synchronous again');
+$primary->poll_query_until('postgres',
+	"SELECT sync_state = 'sync' FROM pg_stat_replication WHERE application_name = 'standby'")
+  or die 'max_express_writers = 0: the standby is not synchronous again';
 $s = session();
 stopped('wait-2', 'standby stopped, in its own transaction', 2, undef);
 cancel('cancel-2', 'in its own transaction', 1);
-is($primary->safe_psql('postgres', 'SELECT inventory.express_fallbacks() > 0'), 't',
+is(as_monitor($primary, 'postgres', 'SELECT inventory.express_fallbacks() > 0'), 't',
 	'those calls reserved in their own transaction');
 
 $s->{in} .= "\\q\n";
 $s->{run}->finish;
 $primary->wait_for_catchup($standby, 'replay');
-is($primary->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty on the primary');
-is($standby->safe_psql('postgres', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty on the standby');
-is($standby->safe_psql('postgres', 'SELECT available FROM inventory.stock'),
-	$primary->safe_psql('postgres', "SELECT 1000 - count(*) FROM inventory.ledger WHERE kind = 'reserve'"),
+is(as_admin($primary, 'postgres', "SELECT count(*) FROM inventory.verify('30 s')"), '0',
+	"verify('30 s') is empty on the primary");
+is(as_monitor($standby, 'postgres', "SELECT count(*) FROM inventory.verify('30 s')"), '0',
+	"verify('30 s') is empty on the standby");
+is(as_monitor($standby, 'postgres', 'SELECT available FROM inventory.stock'),
+	as_admin($primary, 'postgres', "SELECT 1000 - count(*) FROM inventory.ledger WHERE kind = 'reserve'"),
 	'the standby has the units the rows leave');
 
 $standby->stop;

@@ -9,6 +9,16 @@
 # lanes taken by other databases, no free max_worker_processes slot,
 # max_express_writers = 0 -- calls reserve in their own transaction, answer
 # ok, and inventory.express_fallbacks() counts them.
+#
+# Who calls: every reserve_now() is shop_app's (inventory_app), each over a
+# connection of its own, or in a session of its own; shop_admin
+# (inventory_admin) restocks, reads the ledger and verifies; shop_monitor
+# (inventory_monitor) reads inventory.express_status and
+# express_fallbacks().  The superuser creates the databases, the extension
+# and the roles, changes the server's settings (ALTER SYSTEM,
+# postgresql.conf, restarts), terminates the writers (pg_terminate_backend
+# of a background process) and reads their rows of pg_stat_activity
+# (another role's rows).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -18,7 +28,8 @@ use Time::HiRes qw(usleep time);
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use InventoryTest
-  qw(wait_until inventory_node reserve_now_client reserve_now_log express_writer_sql);
+  qw(wait_until inventory_node reserve_now_client reserve_now_log express_writer_sql inventory_roles as_app
+  as_admin as_monitor);
 
 my $DEADLINE = 30;    # seconds, for every wait of this test
 
@@ -32,10 +43,9 @@ log_statement = none
 for my $db ('postgres', 'shop2')
 {
 	$node->safe_psql('postgres', "CREATE DATABASE $db") if $db ne 'postgres';
-	$node->safe_psql($db, q{
-CREATE EXTENSION inventory;
-SELECT inventory.restock('A', 1000000, 'in-A');
-});
+	$node->safe_psql($db, 'CREATE EXTENSION inventory');
+	inventory_roles($node, $db) if $db eq 'postgres';
+	as_admin($node, $db, "SELECT inventory.restock('A', 1000000, 'in-A')");
 }
 
 my $n = 0;
@@ -44,18 +54,20 @@ sub call
 {
 	my ($db) = @_;
 	$n++;
-	return $node->safe_psql($db, "SELECT inventory.reserve_now('A', 1, 'call-$n')");
+	return as_app($node, $db, "SELECT inventory.reserve_now('A', 1, 'call-$n')");
 }
 
-sub fallbacks { $node->safe_psql('postgres', 'SELECT inventory.express_fallbacks()') }
+sub fallbacks { as_monitor($node, 'postgres', 'SELECT inventory.express_fallbacks()') }
 
 # the lanes: "datname writer_pid" for each database with a writer
 sub lanes
 {
-	return join ',', split /\n/, $node->safe_psql('postgres',
+	return join ',', split /\n/, as_monitor($node, 'postgres',
 		"SELECT datname || ' ' || coalesce(writer_pid::text, 'starting') FROM inventory.express_status ORDER BY datname");
 }
 
+# the writers of a database in pg_stat_activity: read by the superuser (a
+# background process's row is another role's)
 sub writers
 {
 	my ($db) = @_;
@@ -68,12 +80,12 @@ sub consistent
 	my ($what) = @_;
 	for my $db ('postgres', 'shop2')
 	{
-		is($node->safe_psql($db, q{
+		is(as_admin($node, $db, q{
 SELECT count(*) FROM inventory.ledger
  WHERE order_id LIKE 'call-%' AND (kind, state, qty, sku) IS DISTINCT FROM ('reserve', 'PENDING', 1, 'A')}),
 			'0', "$what: every call's row in $db is a PENDING reservation of one unit of A");
-		is($node->safe_psql($db, 'SELECT count(*) FROM inventory.verify()'), '0',
-			"$what: verify() is empty in $db");
+		is(as_admin($node, $db, "SELECT count(*) FROM inventory.verify('30 s')"), '0',
+			"$what: verify('30 s') is empty in $db");
 	}
 }
 
@@ -86,13 +98,13 @@ is(call('postgres'), 'ok', 'the first reserve_now() answers ok');
 my $w1 = writers('postgres');
 like($w1, qr/^\d+$/, 'a writer runs in the database');
 is(lanes(), "postgres $w1", 'express_status shows the database and its writer');
-is($node->safe_psql('postgres', qq{
+is(as_monitor($node, 'postgres', qq{
 SELECT started_at >= '$before' AND started_at <= now() AND queued = 0 AND batches = 1 AND rows = 1
    AND rows_per_batch = 1 AND max_batch = 1 AND sent_back = 0 AND failed = 0
   FROM inventory.express_status}),
 	't', 'it started at that call and wrote its row in one batch');
 is(fallbacks(), '0', 'the call was not a fallback');
-is($node->safe_psql('postgres', q{
+is(as_admin($node, 'postgres', q{
 SELECT state || ' ' || (expires_at - created_at) FROM inventory.ledger WHERE order_id = 'call-1'}),
 	'PENDING 00:15:00', 'the row is a PENDING reservation with the default ttl');
 
@@ -104,51 +116,61 @@ $node->safe_psql('postgres', q{
 ALTER SYSTEM SET inventory.express_idle_timeout = '1s';
 SELECT pg_reload_conf();
 });
-ok($node->poll_query_until('postgres', 'SHOW inventory.express_idle_timeout', '1s'),
-	'the idle timeout is now a second');
+$node->poll_query_until('postgres', 'SHOW inventory.express_idle_timeout', '1s')
+  or die 'the idle timeout did not become a second';
+my $idle_timeout = 1.0;    # seconds, as set
 
-# calls one every 100 ms for 2.5 seconds, more than the idle timeout; each
-# says the writer that serves the database right after its answer
-my $session = $node->background_psql('postgres');
+# calls one every 100 ms for 2.5 seconds, more than the idle timeout, in a
+# session of the application; after each answer the monitor, in a session
+# of its own, reads the writer that serves the database
+my $session = $node->background_psql('postgres', extra_params => [ '-U', 'shop_app' ]);
+my $watch   = $node->background_psql('postgres', extra_params => [ '-U', 'shop_monitor' ]);
 my $t0 = time;
-my (@answers, %seen, $last_answer);
+my (@answers, %seen, $last_sent, $last_answer);
 while (time - $t0 < 2.5)
 {
 	$n++;
-	my ($answer, $pid) = split / /, $session->query_safe(
-		"SELECT inventory.reserve_now('A', 1, 'call-$n') || ' ' || (SELECT writer_pid FROM inventory.express_status)");
+	$last_sent = time;
+	push @answers, $session->query_safe("SELECT inventory.reserve_now('A', 1, 'call-$n')");
 	$last_answer = time;
-	push @answers, $answer;
-	$seen{$pid}++;
+	$seen{ $watch->query_safe("SELECT writer_pid FROM inventory.express_status WHERE datname = 'postgres'") }++;
 	usleep(100_000);
 }
 $session->quit;
+$watch->quit;
 my $span = $last_answer - $t0;
 is(join(' ', grep { $_ ne 'ok' } @answers), '',
 	sprintf('%d calls 100 ms apart, over %.1f s, answered ok', scalar(@answers), $span));
 is(scalar(keys %seen), 1, 'one writer served them all: it stays while calls come');
 my ($w) = keys %seen;
-is($node->safe_psql('postgres', 'SELECT writer_pid FROM inventory.express_status'), $w,
+is(as_monitor($node, 'postgres', 'SELECT writer_pid FROM inventory.express_status'), $w,
 	'it still runs after the last of them');
 
 ok(wait_until($DEADLINE, sub { lanes() eq '' && writers('postgres') eq '' }),
 	'idle, the writer leaves: gone from express_status and pg_stat_activity');
-my $idle = time - $last_answer;
-cmp_ok($idle, '>=', 0.9, sprintf('it left %.1f s after the last call, not before the idle timeout', $idle));
+# The writer waits for the idle timeout only once it has written the last
+# call, which it received after the test sent it; and the test sees it
+# gone only after it has left.  So from the sending of the last call to
+# the moment it is seen gone, at least the idle timeout has passed,
+# however slow the machine: the bound is the setting (less 10 ms for the
+# millisecond rounding of the wait's timeout).
+my $idle = time - $last_sent;
+cmp_ok($idle, '>=', $idle_timeout - 0.01,
+	sprintf('it left %.1f s after the last call was sent, not before the idle timeout (%.0f s)', $idle, $idle_timeout));
 ok(!kill(0, $w), 'its process has exited');
 # a minute again, so that no writer leaves in the middle of what follows
 $node->safe_psql('postgres', q{
 ALTER SYSTEM SET inventory.express_idle_timeout = '60s';
 SELECT pg_reload_conf();
 });
-ok($node->poll_query_until('postgres', 'SHOW inventory.express_idle_timeout', '1min'),
-	'the idle timeout is now a minute');
+$node->poll_query_until('postgres', 'SHOW inventory.express_idle_timeout', '1min')
+  or die 'the idle timeout did not become a minute';
 is(call('postgres'), 'ok', 'the next call answers ok');
 my $w2 = writers('postgres');
 like($w2, qr/^\d+$/, 'and starts a new writer');
 isnt($w2, $w, 'with a new pid');
 is(lanes(), "postgres $w2", 'express_status shows the new writer');
-is($node->safe_psql('postgres', 'SELECT batches || \' \' || rows FROM inventory.express_status'),
+is(as_monitor($node, 'postgres', 'SELECT batches || \' \' || rows FROM inventory.express_status'),
 	'1 1', "its statistics start at its own first batch");
 is(fallbacks(), '0', 'no call was a fallback');
 
@@ -159,7 +181,7 @@ my ($pa, $pb) = (writers('postgres'), writers('shop2'));
 like("$pa $pb", qr/^\d+ \d+$/, 'each database has a writer in pg_stat_activity');
 isnt($pa, $pb, 'two writers');
 is(lanes(), "postgres $pa,shop2 $pb", 'express_status shows both, each with its own');
-is($node->safe_psql('shop2', q{
+is(as_admin($node, 'shop2', q{
 SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'call-%'}), '1',
 	"the second database's call is in its own ledger");
 is(fallbacks(), '0', 'no call was a fallback');
@@ -174,7 +196,7 @@ my $fb_before = fallbacks();
 my @clients = map {
 	my $c = $_;
 	reserve_now_client($node, 'postgres', "026_term_c$c",
-		[ map { { sku => 'A', qty => 1, key => "term-c$c-$_" } } 1 .. $CALLS ], 3 * $DEADLINE)
+		[ map { { sku => 'A', qty => 1, key => "term-c$c-$_" } } 1 .. $CALLS ], 3 * $DEADLINE, 'shop_app')
 } 1 .. $CLIENTS;
 my $acked = sub {
 	my $total = 0;
@@ -192,8 +214,9 @@ for my $round (1, 2)
 	}), "round $round: the clients are calling and a writer serves them")
 	  or diag('acknowledged ' . $acked->() . ", writer '$writer'");
 	my $done = $acked->();
-	is($node->safe_psql('postgres', "SELECT pg_terminate_backend($writer)"), 't',
-		"round $round: the writer is terminated while $done of " . ($CLIENTS * $CALLS) . ' calls have answered');
+	note("round $round: the writer is terminated while $done of " . ($CLIENTS * $CALLS) . ' calls have answered');
+	$node->safe_psql('postgres', "SELECT pg_terminate_backend($writer)") eq 't'
+	  or die "round $round: pg_terminate_backend($writer) found no such process";
 	push @terminated, $writer;
 	ok(wait_until($DEADLINE, sub { !kill(0, $writer) }), "round $round: the writer has exited");
 }
@@ -213,7 +236,7 @@ for my $cl (@clients)
 	push @bad, map { "$cl->{name} call $_: $ack->{$_}" } grep { $ack->{$_} ne 'ok' } sort { $a <=> $b } keys %$ack;
 }
 is(join('; ', @bad), '', "every one of the " . ($CLIENTS * $CALLS) . " calls answered ok");
-is($node->safe_psql('postgres', q{
+is(as_admin($node, 'postgres', q{
 SELECT count(*) || ' ' || count(DISTINCT order_id) FROM inventory.ledger
  WHERE order_id LIKE 'term-%' AND kind = 'reserve' AND state = 'PENDING' AND qty = 1}),
 	($CLIENTS * $CALLS) . ' ' . ($CLIENTS * $CALLS), 'each has its row in the ledger, once');
@@ -227,8 +250,8 @@ is($node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'), $postmaste
 	'the server did not restart');
 unlike(slurp_file($node->logfile, $log_from), qr/terminated by signal|server process .* exited with exit code [^0]/,
 	'no process of the server died');
-is($node->safe_psql('postgres', 'SELECT sum(available) FROM inventory.stock'),
-	$node->safe_psql('postgres', q{
+is(as_monitor($node, 'postgres', 'SELECT sum(available) FROM inventory.stock'),
+	as_admin($node, 'postgres', q{
 SELECT 1000000 - count(*) FROM inventory.ledger WHERE kind = 'reserve' AND state = 'PENDING'}),
 	'A has exactly the units the rows leave');
 consistent('after the writer was terminated');
@@ -246,13 +269,14 @@ is(join(' ', map { call('shop2') } 1 .. 3), 'ok ok ok',
 is(writers('shop2'), '', 'without a writer of their own');
 is(lanes(), "postgres $only", 'express_status shows only the first database');
 is(fallbacks(), '3', 'express_fallbacks() counts the three calls');
-is($node->safe_psql('shop2', q{SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'call-%'}),
+is(as_admin($node, 'shop2', q{SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'call-%'}),
 	'4', 'their rows are in the second database');
 # a replay of a key that fell back: a duplicate, no second row
-is($node->safe_psql('shop2', "SELECT inventory.reserve_now('A', 1, 'call-$n')"), 'duplicate',
+is(as_app($node, 'shop2', "SELECT inventory.reserve_now('A', 1, 'call-$n')"), 'duplicate',
 	'a key that fell back, called again, is a duplicate');
-is($node->safe_psql('postgres', "SELECT pg_terminate_backend($only)"), 't',
-	"the first database's writer is terminated");
+# the first database's writer is terminated
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($only)") eq 't'
+  or die "pg_terminate_backend($only) found no such process";
 ok(wait_until($DEADLINE, sub { lanes() eq '' }), 'its lane is free');
 is(call('shop2'), 'ok', "the second database's next call answers ok");
 like(writers('shop2'), qr/^\d+$/, 'and gets the lane: a writer of its own');
@@ -270,9 +294,11 @@ max_parallel_workers = 0
 max_parallel_workers_per_gather = 0
 });
 $node->restart;
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'inventory launcher'"),
-	'max_worker_processes = 2: the launcher runs');
+# max_worker_processes = 2: the launcher runs (its row of pg_stat_activity
+# is read by the superuser)
+$node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'inventory launcher'")
+  or die 'max_worker_processes = 2: the launcher does not run';
 is(call('postgres'), 'ok', 'a call in the first database answers ok');
 my $slot = writers('postgres');
 like($slot, qr/^\d+$/, 'its writer takes the last slot');
@@ -281,7 +307,7 @@ is(join(' ', map { call('shop2') } 1 .. 3), 'ok ok ok',
 is(writers('shop2'), '', 'no writer could start for them');
 is(lanes(), "postgres $slot", 'express_status shows only the first database');
 is(fallbacks(), '3', 'express_fallbacks() counts the three calls');
-is($node->safe_psql('shop2', q{SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'call-%'}),
+is(as_admin($node, 'shop2', q{SELECT count(*) FROM inventory.ledger WHERE order_id LIKE 'call-%'}),
 	'8', 'their rows are in the second database');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($slot)");
 # the slot is free once the postmaster has seen the writer exit: until
@@ -304,8 +330,8 @@ is(join(' ', map { call('postgres') } 1 .. 3) . ' ' . call('shop2'), 'ok ok ok o
 is(lanes() . writers('postgres') . writers('shop2'), '', 'no writer runs');
 is(fallbacks(), '4', 'express_fallbacks() counts every call');
 my $prev = 'call-' . ($n - 1);    # the last call in postgres
-is($node->safe_psql('postgres', "SELECT inventory.reserve_now('A', 1, '$prev')")
-	. ' ' . $node->safe_psql('shop2', "SELECT inventory.reserve_now('A', 1, '$prev')"),
+is(as_app($node, 'postgres', "SELECT inventory.reserve_now('A', 1, '$prev')")
+	. ' ' . as_app($node, 'shop2', "SELECT inventory.reserve_now('A', 1, '$prev')"),
 	'duplicate ok', 'a key called again in its database is a duplicate; the same key in another database is not');
 consistent('max_express_writers = 0');
 

@@ -10,6 +10,16 @@
 # successor gets again what it had not confirmed: at least once, the
 # repeats recognised by key); nothing is lost.  A pg_restore into another
 # database streams its markers around its rows.
+#
+# Who calls: the sale's calls are shop_app's (inventory_app: reserve,
+# confirm, cancel, extend, carts, reserve_now) and shop_admin's
+# (inventory_admin: restock, adjust, withdraw, fold, the ledger), each over
+# connections of its own, the first ones after the restart too; shop_admin
+# reads the ledger the stream is compared with, and verifies.  The
+# superuser creates the databases, the extension and the roles, the
+# publication and the slots, streams and reads them (replication),
+# restarts the server, runs pg_dump and pg_restore, and writes the test's
+# own logical messages (scaffolding: no user-facing equivalent).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -19,7 +29,7 @@ use IPC::Run;
 use JSON::PP;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(inventory_node wait_until);
+use InventoryTest qw(inventory_node wait_until inventory_roles as_app as_admin as_each_caller poll_as);
 use Outbox;
 
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
@@ -47,12 +57,22 @@ $node->safe_psql('shop', q{
 CREATE EXTENSION inventory;
 CREATE PUBLICATION outbox FOR TABLE inventory.ledger;
 SELECT pg_create_logical_replication_slot('cdc', 'pgoutput')});
+inventory_roles($node, 'shop');
+
+# run_or_die(CMD...): runs a command of the test's scaffolding (a client
+# tool); dies with what it said when it fails
+sub run_or_die
+{
+	my ($out, $err) = ('', '');
+	IPC::Run::run([@_], '<', '/dev/null', '>', \$out, '2>', \$err) or die "@_ failed:\n$out$err";
+	return $out;
+}
 
 # wal2json's slot, made and read by pg_recvlogical
 my $file = "$PostgreSQL::Test::Utils::log_path/029_stream_wal2json.jsonl";
 unlink $file;
 my @recv = ('pg_recvlogical', '-d', $node->connstr('shop'), '-S', 'w2j');
-$node->command_ok([ @recv, '--create-slot', '-P', 'wal2json' ], 'pg_recvlogical creates a wal2json slot');
+run_or_die(@recv, '--create-slot', '-P', 'wal2json');
 
 my $n_consumer = 0;
 # consumer(FSYNC, STATUS): pg_recvlogical streaming the slot into $file,
@@ -84,22 +104,26 @@ sub in_file
 	return scalar @hits;
 }
 
+# wait_in_file(NAME): waits until the sentinel NAME is in the file (dies
+# if it does not come)
 sub wait_in_file
 {
 	my ($name) = @_;
-	return wait_until($timeout, sub { in_file($name) >= 1 });
+	wait_until($timeout, sub { in_file($name) >= 1 })
+	  or die "the sentinel $name never reached pg_recvlogical's file";
 }
 
+# the ledger read by the administrator
 sub wait_folded
 {
-	return $node->poll_query_until('shop', q{
+	return poll_as($node, 'shop_admin', 'shop', q{
 SELECT count(*) = 0 FROM inventory.ledger
  WHERE NOT folded AND (state IS NULL OR state <> 'PENDING')});
 }
 
 # --- a sale, the workers on, the first consumer streaming ---------------
 my $first = consumer(1, 1);
-$node->safe_psql('shop', q{
+as_each_caller($node, 'shop', q{
 SELECT inventory.restock('TEE', 100, 'in-tee'), inventory.restock('MUG', 50, 'in-mug'),
        inventory.restock('CAP', 20, 'in-cap');
 SELECT inventory.confirm('o-1') FROM inventory.reserve('TEE', 2, 'o-1', ttl => '1 hour');
@@ -120,58 +144,65 @@ SELECT inventory.confirm('o-4', 1);
 COMMIT;
 BEGIN;
 SELECT inventory.reserve('TEE', 5, 'ghost', ttl => '1 hour');
-ROLLBACK});
+ROLLBACK;
+});
 for my $call ([ 'TEE', 1, 'now-1' ], [ 'CAP', 2, 'now-2' ])
 {
-	is($node->safe_psql('shop', "SELECT inventory.reserve_now('$call->[0]', $call->[1], '$call->[2]')"),
+	is(as_app($node, 'shop', "SELECT inventory.reserve_now('$call->[0]', $call->[1], '$call->[2]')"),
 		'ok', "reserve_now() of $call->[2]");
 }
-$node->safe_psql('shop', "SELECT inventory.confirm('now-1')");
-ok($node->poll_query_until('shop', q{
+as_app($node, 'shop', "SELECT inventory.confirm('now-1')");
+ok(poll_as($node, 'shop_admin', 'shop', q{
 SELECT count(*) = 2 FROM inventory.ledger WHERE order_id LIKE 'late-%' AND state = 'EXPIRED'}),
 	'the worker expires the unpaid reservations');
 ok(wait_folded(), 'and folds every settled movement');
 sentinel('phase-1');
-ok(wait_in_file('phase-1'), 'pg_recvlogical has written the sale to its file');
+wait_in_file('phase-1');    # pg_recvlogical has written the sale to its file
 
 # --- the server restarts under the consumer, which reconnects -----------
+# (the first calls after it are the roles')
 $node->restart;
-$node->safe_psql('shop', q{
+as_each_caller($node, 'shop', q{
 SELECT inventory.confirm('o-5') FROM inventory.reserve('TEE', 1, 'o-5', ttl => '1 hour');
 SELECT inventory.reserve('MUG', 1, 'late-3', ttl => '1 second');
-SELECT inventory.restock('CAP', 5, 'in-cap-2')});
-is($node->safe_psql('shop', "SELECT inventory.reserve_now('MUG', 1, 'now-3')"), 'ok',
+SELECT inventory.restock('CAP', 5, 'in-cap-2');
+});
+is(as_app($node, 'shop', "SELECT inventory.reserve_now('MUG', 1, 'now-3')"), 'ok',
 	'reserve_now() after the restart');
-$node->safe_psql('shop', "SELECT inventory.cancel('now-3')");
-ok($node->poll_query_until('shop', "SELECT state = 'EXPIRED' FROM inventory.ledger WHERE order_id = 'late-3'"),
+as_app($node, 'shop', "SELECT inventory.cancel('now-3')");
+ok(poll_as($node, 'shop_admin', 'shop', "SELECT state = 'EXPIRED' FROM inventory.ledger WHERE order_id = 'late-3'"),
 	'the worker expires after the restart');
 ok(wait_folded(), 'and folds');
 sentinel('phase-2');
-ok(wait_in_file('phase-2'), 'pg_recvlogical reconnected by itself and streams on');
+# pg_recvlogical reconnected by itself and streams on (it is a client
+# tool of PostgreSQL's: the stream's content is the test)
+wait_in_file('phase-2');
 $first->signal('INT');
 $first->finish;
 
 # --- a consumer killed before it confirmed what it received -------------
 # (it fsyncs and reports its position once an hour: never, here)
 my $second = consumer(3600, 3600);
-$node->safe_psql('shop', q{
+as_each_caller($node, 'shop', q{
 SELECT inventory.confirm('o-6') FROM inventory.reserve('TEE', 1, 'o-6', ttl => '1 hour');
 SELECT inventory.reserve('CAP', 1, 'o-7', ttl => '1 hour');
-SELECT inventory.withdraw('TEE', 1, 'out-2')});
+SELECT inventory.withdraw('TEE', 1, 'out-2');
+});
 sentinel('phase-3');
-ok(wait_in_file('phase-3'), 'a second pg_recvlogical receives more');
+wait_in_file('phase-3');    # a second pg_recvlogical receives more
 $second->signal('KILL');
 eval { $second->finish };
 
 # --- its successor on the same slot ---------------------------------------
 my $third = consumer(1, 1);
-$node->safe_psql('shop', q{
+as_each_caller($node, 'shop', q{
 SELECT inventory.cancel('o-8') FROM inventory.reserve('MUG', 1, 'o-8', ttl => '1 hour');
 SELECT inventory.adjust('TEE', 80, 'count-2');
-SELECT inventory.fold()});
+SELECT inventory.fold();
+});
 ok(wait_folded(), 'everything settled is folded');
 sentinel('end');
-ok(wait_in_file('end'), 'a third pg_recvlogical on the same slot streams to the end');
+wait_in_file('end');    # a third pg_recvlogical on the same slot streams to the end
 $third->signal('INT');
 $third->finish;
 cmp_ok(in_file('phase-3'), '>=', 2,
@@ -192,7 +223,7 @@ sub rows_sql
 {
 	my ($db) = @_;
 	my %rows;
-	for (split /\n/, $node->safe_psql($db, q{
+	for (split /\n/, as_admin($node, $db, q{
 SELECT order_id, batch_id, kind, sku, qty, coalesce(state::text, ''), folded, xmin
   FROM inventory.ledger}))
 	{
@@ -225,7 +256,7 @@ is(join(' ', sort grep { $_ ne '' } keys %states), 'CANCELLED CONFIRMED EXPIRED 
 	'the ledger holds reservations in every state');
 
 my %stock;
-for (split /\n/, $node->safe_psql('shop', q{
+for (split /\n/, as_admin($node, 'shop', q{
 SELECT s.sku, s.on_hand, s.reserved,
        coalesce((SELECT sum(qty) FROM inventory.ledger l
                   WHERE l.sku = s.sku AND state = 'CONFIRMED'), 0)
@@ -265,10 +296,10 @@ is_deeply($cdc->{movements}, $w2j->{movements}, 'and the same movements in the s
 
 # --- a restore into another database streams its markers --------------------
 my $tmp = PostgreSQL::Test::Utils::tempdir;
-$node->command_ok([ 'pg_dump', '-Fc', '-f', "$tmp/shop.dump", '-d', $node->connstr('shop') ], 'pg_dump');
+run_or_die('pg_dump', '-Fc', '-f', "$tmp/shop.dump", '-d', $node->connstr('shop'));
 $node->safe_psql('postgres', 'CREATE DATABASE copy');
 $node->safe_psql('copy', "SELECT pg_create_logical_replication_slot('restored', 'wal2json')");
-$node->command_ok([ 'pg_restore', '-d', $node->connstr('copy'), "$tmp/shop.dump" ], 'pg_restore into another database');
+run_or_die('pg_restore', '-d', $node->connstr('copy'), "$tmp/shop.dump");
 my $restored = join "\n", split /\n/, $node->safe_psql('copy', q{
 SELECT data FROM pg_logical_slot_get_changes('restored', NULL, NULL,
   'format-version', '2', 'include-xids', '1', 'include-lsn', '1')});
@@ -276,7 +307,7 @@ append_to_file("$PostgreSQL::Test::Utils::log_path/029_stream_restore.jsonl", "$
 my $copy = Outbox->new;
 $copy->apply($_) for Outbox::wal2json_transactions($restored);
 is_deeply($copy->{anomalies}, [], 'the consumer makes sense of the restore');
-my %counts = map { my ($t, $n) = split /\|/; ("inventory.$t" => $n) } split /\n/, $node->safe_psql('copy', q{
+my %counts = map { my ($t, $n) = split /\|/; ("inventory.$t" => $n) } split /\n/, as_admin($node, 'copy', q{
 SELECT 'sku', count(*) FROM inventory.sku UNION ALL SELECT 'ledger', count(*) FROM inventory.ledger});
 is_deeply([ sort { $a->{table} cmp $b->{table} } @{ $copy->{restores} } ],
 	[ map { { table => $_, rows => $counts{$_}, seen => $counts{$_} } } sort keys %counts ],
@@ -299,10 +330,10 @@ SELECT count(*) FILTER (WHERE pubname = 'outbox') || ' '
 is($node->safe_psql('shop', q{
 SELECT string_agg(slot_name || ' ' || wal_status, ', ' ORDER BY slot_name) FROM pg_replication_slots
  WHERE database = 'shop'}), 'cdc reserved, w2j reserved', 'the slots keep their WAL within max_slot_wal_keep_size');
-is($node->safe_psql('shop', 'SELECT count(*) FROM inventory.verify()'), '0', 'the cache verifies');
+is(as_admin($node, 'shop', "SELECT count(*) FROM inventory.verify('30 s')"), '0', "the cache verifies: verify('30 s') is empty");
 $node->safe_psql('copy', "SELECT pg_drop_replication_slot('restored')");
 $node->safe_psql('shop', "SELECT pg_drop_replication_slot('cdc')");
-$node->command_ok([ @recv, '--drop-slot' ], 'pg_recvlogical drops its slot');
+run_or_die(@recv, '--drop-slot');
 
 $node->stop;
 done_testing();

@@ -37,6 +37,17 @@
 # manual's settings, so that they are what lets pg_rewind work.  Its other
 # settings for a test server stay: fsync off, restart_after_crash off, a
 # small shared_buffers and max_connections, log_statement = all, ...
+#
+# Who calls: on whichever server is primary -- the first calls after each
+# promotion and each rejoin too -- shop_app (inventory_app) reserves,
+# confirms, cancels and calls reserve_now(), shop_admin (inventory_admin)
+# restocks, reads the ledger and verifies, shop_monitor
+# (inventory_monitor) reads inventory.stock, the cache and the key filter;
+# each over a connection of its own.  pg_rewind connects as rewinder, the
+# role the manual gives it.  The superuser creates the extension and the
+# roles, runs the servers (settings, stops, crashes, promotions,
+# checkpoints, single-user mode, replication) and reads the extension's
+# processes in pg_stat_activity (other roles' rows).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -46,10 +57,14 @@ use File::Copy qw(copy move);
 use IPC::Run;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(inventory_node wait_until stock_vs_ledger_sql);
+use InventoryTest qw(inventory_node wait_until stock_vs_ledger_sql inventory_roles as_role as_app as_admin
+  as_monitor poll_as);
 
 # how late after its expires_at a reservation may be expired and still be
-# on time: the worker looks at least every inventory.expire_interval (1s)
+# on time: the worker looks at least every inventory.expire_interval (1 s,
+# the default), and one batch expires them; the other 4 s are slack for a
+# worker to be started in the database and for a loaded machine (the
+# lateness of each is noted)
 my $ON_TIME = '5 seconds';
 
 # what docs/failover.md asks to set before any failover
@@ -62,11 +77,17 @@ wal_keep_size = '1GB'
 # = on for a streaming server, before the manual's settings
 my $DEFAULTS_CONF = "wal_log_hints = off\n";
 
+# sql(NODE, SQL): as the superuser (settings, replication, the server's
+# processes); app, admin, mon(NODE, SQL): as shop_app, shop_admin,
+# shop_monitor
 sub sql
 {
 	my ($node, $sql) = @_;
 	return $node->safe_psql('postgres', $sql);
 }
+sub app   { return as_app($_[0], 'postgres', $_[1]); }
+sub admin { return as_admin($_[0], 'postgres', $_[1]); }
+sub mon   { return as_monitor($_[0], 'postgres', $_[1]); }
 
 # pg_rewind(TARGET, SOURCE): rewinds TARGET's data directory (the server
 # stopped) against the running SOURCE, as the manual does it; answers
@@ -122,9 +143,9 @@ sub kill9
 	my ($node) = @_;
 	my @pids = split /\n/, sql($node, 'SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()');
 	$node->kill9;
-	ok(wait_until(30, sub { !grep { kill 0, $_ } @pids }),
-		'every process of ' . $node->name . ' (' . scalar(@pids) . ') exits when its postmaster is killed')
-	  or diag 'left: ' . join(' ', grep { kill 0, $_ } @pids);
+	wait_until(30, sub { !grep { kill 0, $_ } @pids })
+	  or die 'processes of ' . $node->name . ' are left after its postmaster was killed: '
+	  . join(' ', grep { kill 0, $_ } @pids);
 }
 
 # standby_of(NODE, PRIMARY): makes NODE (stopped) a standby of PRIMARY:
@@ -156,15 +177,18 @@ sub promote
 	# streams; a Debian cluster has it off, and no data checksums
 	my $c = inventory_node('no_hints', $DEFAULTS_CONF, allows_streaming => 1);
 	sql($c, 'CREATE EXTENSION inventory');
-	is(sql($c, 'SHOW wal_log_hints') . ' ' . sql($c, 'SHOW data_checksums'), 'off off',
-		'a server with PostgreSQL\'s defaults: no wal_log_hints, no data checksums');
+	inventory_roles($c);
+	# the premise: a server with PostgreSQL's defaults, no wal_log_hints,
+	# no data checksums
+	sql($c, 'SHOW wal_log_hints') . ' ' . sql($c, 'SHOW data_checksums') eq 'off off'
+	  or die 'the server has wal_log_hints or data checksums';
 	$c->backup('no_hints');
 	my $d = PostgreSQL::Test::Cluster->new('no_hints_standby');
 	$d->init_from_backup($c, 'no_hints', has_streaming => 1);
 	$d->start;
 	$c->wait_for_catchup($d, 'replay');
 	promote($d);
-	sql($c, "SELECT inventory.restock('X-1', 5, 'after-the-cut')");
+	admin($c, "SELECT inventory.restock('X-1', 5, 'after-the-cut')");
 	$c->stop;
 	my ($ok, $out, $err) = pg_rewind($c, $d, '');    # as the superuser
 	ok(!$ok, 'pg_rewind refuses to rewind it');
@@ -179,9 +203,12 @@ sub promote
 
 # node_b is made from a backup of node_a, with its postgresql.conf
 my $node_a = inventory_node('node_a', $DEFAULTS_CONF . $FAILOVER_CONF, allows_streaming => 1);
-is(sql($node_a, 'SHOW data_checksums'), 'off', 'node_a has no data checksums: wal_log_hints it is');
-is(sql($node_a, 'SHOW wal_log_hints'), 'on', 'wal_log_hints is on: the manual\'s setting, after the default off');
+# the premise: node_a has no data checksums, and wal_log_hints is on (the
+# manual's setting, after the default off)
+sql($node_a, 'SHOW data_checksums') . ' ' . sql($node_a, 'SHOW wal_log_hints') eq 'off on'
+  or die 'node_a has data checksums, or wal_log_hints off';
 sql($node_a, 'CREATE EXTENSION inventory');
+inventory_roles($node_a);
 # pg_rewind connects as a role that may read the source's files, not as a
 # superuser, as the manual shows
 sql($node_a, q{
@@ -200,7 +227,8 @@ $node_a->wait_for_catchup($node_b, 'replay');
 # --- the calls and what the tables must say ----------------------------------------
 
 # A call is {op, key, sku, qty, ttl}; run() makes it in a statement of its
-# own and answers its status.
+# own, as the role the manual gives it (shop_admin restocks, shop_app makes
+# the others), and answers its status.
 sub call_sql
 {
 	my ($c) = @_;
@@ -212,10 +240,12 @@ sub call_sql
 	  : "SELECT status FROM inventory.$c->{op}('$c->{key}')";
 }
 
+sub role_of { return $_[0]{op} eq 'restock' ? 'shop_admin' : 'shop_app'; }
+
 sub run
 {
 	my ($node, $c) = @_;
-	return sql($node, call_sql($c));
+	return as_role($node, role_of($c), 'postgres', call_sql($c));
 }
 
 # Every call acknowledged by the primary of the moment, in order; and the
@@ -262,7 +292,7 @@ sub ledger
 {
 	my ($node, $tag) = @_;
 	my %l;
-	for (split /\n/, sql($node, qq{
+	for (split /\n/, admin($node, qq{
 SELECT order_id, kind || ' ' || sku || ' ' || qty || ' ' || coalesce(state::text, '')
   FROM inventory.ledger WHERE order_id LIKE '$tag-%'}))
 	{
@@ -288,7 +318,8 @@ sub differences
 	return join("\n", @d);
 }
 
-# the whole of both tables, to compare two servers
+# the whole of both tables, to compare two servers (read by the
+# administrator)
 my $TABLES = q{
 SELECT order_id, batch_id, kind, sku, qty, state, expires_at, settled_at FROM inventory.ledger ORDER BY 1, 2;
 SELECT * FROM inventory.stock ORDER BY sku;
@@ -299,17 +330,26 @@ SELECT * FROM inventory.stock ORDER BY sku;
 sub not_oversold
 {
 	my ($node) = @_;
-	return sql($node, 'SELECT sku, on_hand, reserved FROM inventory.stock WHERE reserved < 0 OR reserved > on_hand')
-	  . sql($node, stock_vs_ledger_sql());
+	return mon($node, 'SELECT sku, on_hand, reserved FROM inventory.stock WHERE reserved < 0 OR reserved > on_hand')
+	  . admin($node, stock_vs_ledger_sql());
 }
 
 # replays(NODE): replays every acknowledged call on the primary NODE, each
-# in a statement of its own (one psql session); every one must answer
-# duplicate
+# in a statement of its own (one psql session per role: the restocks as
+# shop_admin, the others as shop_app); every one must answer duplicate
 sub replays
 {
 	my ($node) = @_;
-	my @s = split /\n/, sql($node, join('', map { call_sql($_) . ";\n" } @acked));
+	my %answers;
+	for my $role ('shop_admin', 'shop_app')
+	{
+		my @mine = grep { role_of($acked[$_]) eq $role } 0 .. $#acked;
+		next unless @mine;
+		my @got = split /\n/, as_role($node, $role, 'postgres', join('', map { call_sql($acked[$_]) . ";\n" } @mine));
+		push @{ $answers{extra} }, 'more answers than calls' if @got > @mine;
+		@answers{@mine} = @got;
+	}
+	my @s = map { $answers{$_} } 0 .. $#acked;
 	my @bad;
 	for my $i (0 .. $#acked)
 	{
@@ -317,7 +357,7 @@ sub replays
 		my $got = $s[$i] // 'nothing';
 		push @bad, "$c->{op} $c->{key}: $got" unless $got eq 'duplicate';
 	}
-	push @bad, 'more answers than calls' if @s > @acked;
+	push @bad, @{ $answers{extra} // [] };
 	return join('; ', @bad);
 }
 
@@ -329,17 +369,17 @@ sub expired_on_time
 {
 	my ($node, $like, $since) = @_;
 	$since = defined $since ? "'$since'::timestamptz" : "'-infinity'::timestamptz";
-	$node->poll_query_until('postgres', qq{
+	poll_as($node, 'shop_admin', 'postgres', qq{
 SELECT count(*) = 0 FROM inventory.ledger WHERE order_id LIKE '$like' AND state <> 'EXPIRED'})
 	  or return 'not expired';
-	for my $k (split /\n/, sql($node, "SELECT order_id FROM inventory.ledger WHERE order_id LIKE '$like'"))
+	for my $k (split /\n/, admin($node, "SELECT order_id FROM inventory.ledger WHERE order_id LIKE '$like'"))
 	{
 		$want{$k} =~ s/PENDING$/EXPIRED/;
 	}
-	note sql($node, qq{
+	note admin($node, qq{
 SELECT 'lateness ' || order_id || ' ' || (settled_at - expires_at)
   FROM inventory.ledger WHERE order_id LIKE '$like' ORDER BY 1});
-	return sql($node, qq{
+	return admin($node, qq{
 SELECT order_id, expires_at, settled_at FROM inventory.ledger
  WHERE order_id LIKE '$like'
    AND (settled_at < expires_at OR settled_at > greatest(expires_at, $since) + interval '$ON_TIME')});
@@ -377,8 +417,8 @@ sub round
 
 	# 2. the cut: the standby is promoted, the old primary sells alone
 	promote($new);
-	ok($old->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_stat_replication'),
-		"$tag: $newn, promoted, no longer streams from $oldn");
+	$old->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_stat_replication')
+	  or die "$tag: $newn, promoted, still streams from $oldn";
 	my @cut = (
 		{ op => 'reserve', key => "$tag-cut-big", sku => "$tag-S3", qty => 6 },
 		{ op => 'reserve', key => "$tag-cut-small", sku => "$tag-S1", qty => 1 },
@@ -388,28 +428,28 @@ sub round
 		{ op => 'cancel',  key => "$tag-open-2" });
 	is(join(' ', map { run($old, $_) } @cut), 'ok ok ok ok ok ok',
 		"$tag: $oldn, cut off, acknowledges more calls");
-	is(sql($old, qq{
+	is(admin($old, qq{
 SELECT string_agg(order_id || ' ' || coalesce(state::text, ''), ', ' ORDER BY order_id)
   FROM inventory.ledger WHERE order_id LIKE '$tag-cut-%' OR order_id LIKE '$tag-open-%'}),
 		"$tag-cut-big PENDING, $tag-cut-in , $tag-cut-now PENDING, $tag-cut-small PENDING, "
 		  . "$tag-open-1 CONFIRMED, $tag-open-2 CANCELLED",
 		"$tag: they are committed on $oldn");
 
-	# 3. the old primary fails
+	# 3. the old primary fails (scaffolding: dies if it did not fail so)
 	if ($how eq 'clean')
 	{
 		$old->stop('fast');
-		is(state($old), 'shut down', "$tag: $oldn is stopped cleanly");
+		state($old) eq 'shut down' or die "$tag: $oldn is not stopped cleanly: " . state($old);
 	}
 	elsif ($how eq 'kill9')
 	{
 		kill9($old);
-		is(state($old), 'in production', "$tag: $oldn has crashed");
+		state($old) eq 'in production' or die "$tag: $oldn has not crashed: " . state($old);
 	}
 	else
 	{
 		$old->stop('immediate');
-		is(state($old), 'in production', "$tag: $oldn has crashed");
+		state($old) eq 'in production' or die "$tag: $oldn has not crashed: " . state($old);
 	}
 
 	# 4. the new primary sells, the same SKUs: with the old primary's
@@ -440,13 +480,13 @@ SELECT string_agg(order_id || ' ' || coalesce(state::text, ''), ', ' ORDER BY or
 			"$tag: its single-user run finds no postgresql.conf in the data directory");
 		is(state($old), 'in production', "$tag: $oldn is left as it was");
 		# the manual's step: single-user mode with the configuration file
+		# (a step: what it leaves is checked)
 		my ($so, $se) = ('', '');
-		ok(IPC::Run::run(
+		IPC::Run::run(
 			[ 'postgres', '--single', '-D', $data, '-c', "config_file=$etc/postgresql.conf", 'template1' ],
-			'<', '/dev/null', '>', \$so, '2>', \$se),
-			"$tag: postgres --single finishes the crash recovery of $oldn")
-		  or diag "$so$se";
-		is(state($old), 'shut down', "$tag: $oldn is now shut down cleanly");
+			'<', '/dev/null', '>', \$so, '2>', \$se)
+		  or die "$tag: postgres --single failed on $oldn:\n$so$se";
+		is(state($old), 'shut down', "$tag: postgres --single finishes the crash recovery of $oldn: it is shut down cleanly");
 		($ok, $out, $err) = pg_rewind($old, $new);
 		move("$etc/postgresql.conf", "$data/postgresql.conf") or die "move: $!";
 		ok($ok, "$tag: pg_rewind rewinds $oldn");
@@ -478,12 +518,13 @@ SELECT string_agg(order_id || ' ' || coalesce(state::text, ''), ', ' ORDER BY or
 	is(differences($l, $tag), '',
 		"$tag: $newn has every acknowledged movement and none of $oldn\'s after the cut");
 	is(not_oversold($new), '', "$tag: nothing is oversold on $newn");
-	is(sql($new, 'SELECT count(*) FROM inventory.verify()'), '0', "$tag: verify() on $newn is empty");
-	is(sql($old, $TABLES), sql($new, $TABLES), "$tag: $oldn, rewound, has exactly $newn\'s tables");
-	is(sql($old, q{
+	is(admin($new, "SELECT count(*) FROM inventory.verify('30 s')"), '0', "$tag: verify('30 s') on $newn is empty");
+	is(admin($old, $TABLES), admin($new, $TABLES), "$tag: $oldn, rewound, has exactly $newn\'s tables");
+	# (the figures by the monitor, the processes by the superuser)
+	is(mon($old, q{
 SELECT pg_is_in_recovery(), (SELECT entries FROM inventory.cache_info()),
-       (SELECT keys_added || ' ' || ready FROM inventory.key_filter_info()),
-       (SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'inventory%')}),
+       (SELECT keys_added || ' ' || ready FROM inventory.key_filter_info())})
+		  . '|' . sql($old, q{SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'inventory%'}),
 		't|0|0 false|0', "$tag: $oldn is a standby: nothing cached, no key in the filter, no launcher, no worker");
 
 	# the old primary's calls after the cut: their keys are new keys now
@@ -491,7 +532,7 @@ SELECT pg_is_in_recovery(), (SELECT entries FROM inventory.cache_info()),
 		'insufficient ok ok ok ok ok',
 		"$tag: on $newn, a retry of each reserves, restocks, confirms and cancels again, "
 		  . "and the big reservation no longer fits");
-	is(sql($new, "SELECT status FROM inventory.confirm('$tag-cut-big')"), 'not_found',
+	is(app($new, "SELECT status FROM inventory.confirm('$tag-cut-big')"), 'not_found',
 		"$tag: the reservation it could not make again is unknown to $newn");
 	for my $c (@cut[ 1 .. $#cut ])
 	{
@@ -520,11 +561,11 @@ my $checkpoint;
 {
 	my ($out) = run_command([ 'pg_controldata', '-D', $node_b->data_dir ]);
 	($checkpoint) = $out =~ /^Latest checkpoint location:\s+(\S+)$/m;
-	like($out, qr/^Database cluster state:\s+shut down$/m, 'node_b is shut down cleanly');
+	$out =~ /^Database cluster state:\s+shut down$/m or die "node_b is not shut down cleanly:\n$out";
 }
-ok($node_a->poll_query_until('postgres', "SELECT pg_last_wal_replay_lsn() > '$checkpoint'"),
-	"node_a has replayed node_b\'s shutdown checkpoint ($checkpoint)");
-is(sql($node_a, "SELECT string_agg(state::text, ' ') FROM inventory.ledger WHERE order_id LIKE 'sw-due-%'"),
+$node_a->poll_query_until('postgres', "SELECT pg_last_wal_replay_lsn() > '$checkpoint'")
+  or die "node_a has not replayed node_b\'s shutdown checkpoint ($checkpoint)";
+is(admin($node_a, "SELECT string_agg(state::text, ' ') FROM inventory.ledger WHERE order_id LIKE 'sw-due-%'"),
 	'PENDING PENDING', 'the reservations due after the switch are still PENDING');
 promote($node_a);
 my $promoted_at = sql($node_a, 'SELECT now()');
@@ -538,7 +579,8 @@ my $promoted_at = sql($node_a, 'SELECT now()');
 }
 
 # node_a, promoted: the worker runs here now, the key filter and the
-# cache are rebuilt from the tables
+# cache are rebuilt from the tables (the launcher's row of
+# pg_stat_activity is read by the superuser)
 ok($node_a->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'inventory launcher'"),
 	'node_a, promoted, runs the launcher');
@@ -551,12 +593,12 @@ is(sell($node_a,
 	{ op => 'reserve_now', key => 'sw-short-2', sku => 'r1-S3', qty => 1, ttl => '2 seconds' }),
 	'', 'node_a sells with short reservations');
 is(expired_on_time($node_a, 'sw-short-%'), '', 'they expire on time');
-ok($node_a->poll_query_until('postgres', 'SELECT ready FROM inventory.key_filter_info()'),
+ok(poll_as($node_a, 'shop_monitor', 'postgres', 'SELECT ready FROM inventory.key_filter_info()'),
 	'the key filter of node_a is rebuilt from the ledger');
-cmp_ok(sql($node_a, 'SELECT keys_added FROM inventory.key_filter_info()'), '>=',
-	sql($node_a, 'SELECT count(*) FROM inventory.ledger'), 'with every key of the ledger');
+cmp_ok(mon($node_a, 'SELECT keys_added FROM inventory.key_filter_info()'), '>=',
+	admin($node_a, 'SELECT count(*) FROM inventory.ledger'), 'with every key of the ledger');
 is(replays($node_a), '', 'replays of every acknowledged call (' . scalar(@acked) . ') answer duplicate on node_a');
-is(sql($node_a, q{
+is(app($node_a, q{
 SELECT string_agg(s, ' ') FROM (VALUES
   ((inventory.confirm('r1-short-1')).status),
   ((inventory.confirm('sw-due-1')).status),
@@ -564,21 +606,21 @@ SELECT string_agg(s, ' ') FROM (VALUES
 	'expired expired not_found', 'expired reservations answer expired, the lost key not_found');
 
 # it sells exactly what it has
-my $avail = sql($node_a, "SELECT available FROM inventory.stock WHERE sku = 'r1-S1'");
-is(sql($node_a, qq{
+my $avail = mon($node_a, "SELECT available FROM inventory.stock WHERE sku = 'r1-S1'");
+is(app($node_a, qq{
 SELECT string_agg(s, ' ') FROM (VALUES
   ((inventory.reserve('r1-S1', $avail + 1, 'sw-over')).status),
   ((inventory.reserve('r1-S1', $avail, 'sw-all')).status),
   ((inventory.confirm('sw-all')).status)) v(s)})
-	  . ' ' . sql($node_a, "SELECT inventory.reserve_now('r1-S1', 1, 'sw-more')"),
+	  . ' ' . app($node_a, "SELECT inventory.reserve_now('r1-S1', 1, 'sw-more')"),
 	'insufficient ok ok insufficient', "node_a sells r1-S1\'s $avail units, not one more");
 $want{'sw-all'} = "reserve r1-S1 $avail CONFIRMED";
 push @acked, { op => 'reserve', key => 'sw-all', sku => 'r1-S1', qty => $avail };
-is(sql($node_a, "SELECT available FROM inventory.stock WHERE sku = 'r1-S1'"), '0', 'r1-S1 is sold out');
+is(mon($node_a, "SELECT available FROM inventory.stock WHERE sku = 'r1-S1'"), '0', 'r1-S1 is sold out');
 is(not_oversold($node_a), '', 'nothing is oversold on node_a');
-is(sql($node_a, 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() on node_a is empty');
+is(admin($node_a, "SELECT count(*) FROM inventory.verify('30 s')"), '0', "verify('30 s') on node_a is empty");
 $node_a->wait_for_catchup($node_b, 'replay');
-is(sql($node_b, $TABLES), sql($node_a, $TABLES), 'node_b follows node_a');
+is(admin($node_b, $TABLES), admin($node_a, $TABLES), 'node_b follows node_a');
 
 # --- round 2: node_a stops cleanly, node_b takes over, node_a rejoins -------------------
 
@@ -588,7 +630,7 @@ round('r2', $node_a, $node_b, 'clean');
 
 round('r3', $node_b, $node_a, 'kill9');
 is(replays($node_a), '', 'replays of every acknowledged call of every round (' . scalar(@acked) . ') answer duplicate on node_a');
-is(sql($node_a, 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() on node_a is empty at the end');
+is(admin($node_a, "SELECT count(*) FROM inventory.verify('30 s')"), '0', "verify('30 s') on node_a is empty at the end");
 
 $node_a->stop;
 $node_b->stop;

@@ -14,6 +14,17 @@
 # -j 2 and -1, leaves no marker.  The copies are dumped from a source
 # server whose worker is off, so that they hold exactly what the test
 # compares with.
+#
+# Who calls: the sales (reserve, reserve_now, available) are shop_app's
+# (inventory_app), the first ones after the crash and on the promoted and
+# the recovered servers too; shop_admin (inventory_admin) restocks, reads
+# the ledger, ends a restore (restore_abandon, restore_finish) and
+# verifies; shop_monitor (inventory_monitor) reads the marker
+# (inventory.restore_state), inventory.stock and worker_status; each over a
+# connection of its own.  The superuser creates the databases, the
+# extension and the roles, dumps and restores (pg_dump, pg_restore, a
+# plain script, a COPY by the tables' owner), crashes and starts the
+# server, makes the standby, the restore point and the recovery.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -22,22 +33,33 @@ use Test::More;
 use IPC::Run;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(inventory_node wait_until history_sql);
+use InventoryTest qw(inventory_node wait_until history_sql inventory_roles as_app as_admin as_monitor
+  as_each_caller poll_as);
 
 # the source keeps still while it is dumped: no worker, so that each dump
 # holds exactly what the test read from the source, whatever the time
 my $src = inventory_node('source', "inventory.worker_enabled = off\n");
 $src->safe_psql('postgres', 'CREATE DATABASE shop');
 $src->safe_psql('shop', 'CREATE EXTENSION inventory');
-$src->safe_psql('shop', history_sql());
-my $want = $src->safe_psql('shop', 'SELECT * FROM inventory.stock ORDER BY sku');
+inventory_roles($src, 'shop');
+as_each_caller($src, 'shop', history_sql());
+my $want = as_monitor($src, 'shop', 'SELECT * FROM inventory.stock ORDER BY sku');
 
 # the server the copies are restored into, its worker on
 my $node = inventory_node('restore', "inventory.expire_interval = '100ms'\n",
 	allows_streaming => 1, has_archiving => 1);
 
+# run_or_die(CMD...): a step of the test's scaffolding (pg_dump, a plain
+# restore script); dies with what it said when it fails
+sub run_or_die
+{
+	my ($out, $err) = ('', '');
+	IPC::Run::run([@_], '<', '/dev/null', '>', \$out, '2>', \$err) or die "@_ failed:\n$out$err";
+	return;
+}
+
 my $tmp = PostgreSQL::Test::Utils::tempdir;
-$src->command_ok([ 'pg_dump', '-Fc', '-d', $src->connstr('shop'), '-f', "$tmp/shop.dump" ], 'pg_dump -Fc');
+run_or_die('pg_dump', '-Fc', '-d', $src->connstr('shop'), '-f', "$tmp/shop.dump");
 
 # toc_file(DUMP, NAME, KEEP): a list for pg_restore -L of DUMP's entries that KEEP keeps
 sub toc_file
@@ -69,8 +91,8 @@ sub script_file
 	return "$tmp/$name";
 }
 
-# restore_from(DUMP, DB, ARGS...): pg_restore ARGS of DUMP into DB; whether it
-# succeeded, and what it said
+# restore_from(DUMP, DB, ARGS...): pg_restore ARGS of DUMP into DB, as the
+# superuser; whether it succeeded, and what it said
 sub restore_from
 {
 	my ($dump, $db, @args) = @_;
@@ -93,35 +115,61 @@ sub restore
 	return restore_from("$tmp/shop.dump", $db, @args);
 }
 
-# refused(DB, WHAT, [NODE]): is a sale in DB refused with SQLSTATE 55000,
-# saying why and what to do?
+# restored(OK, ERR, WHAT): a restore that is a step of the test: dies if it
+# failed
+sub restored
+{
+	my ($ok, $err, $what) = @_;
+	$ok or die "$what failed:\n$err";
+}
+
+# refused(DB, WHAT, [NODE]): is the application's sale in DB refused with
+# SQLSTATE 55000, saying why and what to do?
 sub refused
 {
 	my ($db, $what, $n) = @_;
 	my ($rc, $out, $err) = ($n // $node)->psql($db,
-		"\\set VERBOSITY verbose\nSELECT inventory.reserve('TEE', 1, 'try-$what')");
+		"\\set VERBOSITY verbose\nSELECT inventory.reserve('TEE', 1, 'try-$what')",
+		extra_params => [ '-U', 'shop_app' ]);
 	return $rc != 0 && $err =~ /ERROR:  55000: the restore of this database's inventory is incomplete/
 	  && $err =~ /HINT:  Restore the missing table/;
 }
 
-# marker(DB, [NODE]): the marker of an incomplete restore of DB, if one stands
+# marker(DB, [NODE]): the marker of an incomplete restore of DB, if one
+# stands, as the monitor reads it
 sub marker
 {
 	my ($db, $n) = @_;
-	return ($n // $node)->safe_psql($db, 'SELECT sku_restored, ledger_restored FROM inventory.restore_state');
+	return as_monitor($n // $node, $db, 'SELECT sku_restored, ledger_restored FROM inventory.restore_state');
+}
+
+# as the application, psql not stopping at an error: (rc, out, err)
+sub app_psql
+{
+	my ($n, $db, $sql) = @_;
+	return $n->psql($db, $sql, extra_params => [ '-U', 'shop_app' ]);
+}
+
+# as the administrator, the same
+sub admin_psql
+{
+	my ($n, $db, $sql) = @_;
+	return $n->psql($db, $sql, extra_params => [ '-U', 'shop_admin' ]);
 }
 
 # --- stops after inventory.sku: its list leaves the ledger out ------------
 $node->safe_psql('postgres', 'CREATE DATABASE half1');
 my ($ok, $err) = restore('half1', '-L', $no_ledger);
-ok($ok, 'pg_restore of everything but the ledger') or diag $err;
+restored($ok, $err, 'pg_restore of everything but the ledger');
+# the restore created the extension, and with it the roles: the logins
+inventory_roles($node, 'half1');
 is(marker('half1'), 't|f', 'the marker stands: inventory.sku restored, the ledger not');
 ok(refused('half1', 'a'), 'a sale is refused, saying why and what to do');
 my ($rc, $out);
-($rc, $out, $err) = $node->psql('half1', "\\set VERBOSITY verbose\nSELECT inventory.available('TEE')");
+($rc, $out, $err) = app_psql($node, 'half1', "\\set VERBOSITY verbose\nSELECT inventory.available('TEE')");
 like($err, qr/ERROR:  55000: the restore of this database's inventory is incomplete/,
 	'available() is refused too: what the base counters alone say is not the stock');
-($rc, $out, $err) = $node->psql('half1', "\\set VERBOSITY verbose\nSELECT inventory.reserve_now('TEE', 1, 'now-a')");
+($rc, $out, $err) = app_psql($node, 'half1', "\\set VERBOSITY verbose\nSELECT inventory.reserve_now('TEE', 1, 'now-a')");
 like($err, qr/ERROR:  55000: the restore of this database's inventory is incomplete/,
 	'and so is reserve_now(), with SQLSTATE 55000');
 
@@ -132,22 +180,21 @@ ok(refused('half1', 'b'), 'after a crash the sale is still refused');
 
 # the rest of the dump ends it
 ($ok, $err) = restore('half1', '-L', $ledger_only);
-ok($ok, 'pg_restore of the ledger') or diag $err;
+restored($ok, $err, 'pg_restore of the ledger');
 is(marker('half1'), '', 'the marker is gone once both tables are restored');
-is($node->safe_psql('half1', 'SELECT * FROM inventory.stock ORDER BY sku'), $want, 'the stock is the source\'s');
-is($node->safe_psql('half1', "SELECT (inventory.reserve('MUG', 1, 'after-1', ttl => '1 hour')).status"), 'ok',
+is(as_monitor($node, 'half1', 'SELECT * FROM inventory.stock ORDER BY sku'), $want, 'the stock is the source\'s');
+is(as_app($node, 'half1', "SELECT (inventory.reserve('MUG', 1, 'after-1', ttl => '1 hour')).status"), 'ok',
 	'and it sells');
-is($node->safe_psql('half1', 'SELECT count(*) FROM inventory.verify()'), '0', 'verify() is empty');
+is(as_admin($node, 'half1', "SELECT count(*) FROM inventory.verify('30 s')"), '0', "verify('30 s') is empty");
 
 # --- the ledger first: its overdue reservation waits for the restore ------
 # a second dump, with a reservation past its expires_at: the source's
 # worker is off, so it is PENDING in the dump, and due at once wherever it
 # is restored
-$src->safe_psql('shop', "SELECT inventory.reserve('TEE', 1, 'due-soon', ttl => '1 second')");
-ok($src->poll_query_until('shop', "SELECT expires_at < now() FROM inventory.ledger WHERE order_id = 'due-soon'"),
-	'a reservation in the source is overdue');
-$src->command_ok([ 'pg_dump', '-Fc', '-d', $src->connstr('shop'), '-f', "$tmp/due.dump" ],
-	'pg_dump -Fc with it, PENDING');
+as_app($src, 'shop', "SELECT inventory.reserve('TEE', 1, 'due-soon', ttl => '1 second')");
+poll_as($src, 'shop_admin', 'shop', "SELECT expires_at < now() FROM inventory.ledger WHERE order_id = 'due-soon'")
+  or die 'the reservation in the source is not overdue';
+run_or_die('pg_dump', '-Fc', '-d', $src->connstr('shop'), '-f', "$tmp/due.dump");    # with it, PENDING
 my $due_schema = toc_file("$tmp/due.dump", 'due-schema.list', sub { $_[0] !~ /TABLE DATA inventory (sku|ledger) / });
 my $due_ledger = toc_file("$tmp/due.dump", 'due-ledger.list', sub { $_[0] =~ /TABLE DATA inventory ledger / });
 my $due_sku = toc_file("$tmp/due.dump", 'due-sku.list', sub { $_[0] =~ /TABLE DATA inventory sku / });
@@ -155,7 +202,7 @@ my $due_sku = toc_file("$tmp/due.dump", 'due-sku.list', sub { $_[0] =~ /TABLE DA
 # what a worker in half2 did: its visits, whether one is in it, what it expired
 sub half2_worker
 {
-	return $node->safe_psql('half2', q{
+	return as_monitor($node, 'half2', q{
 SELECT visits, state, expired FROM inventory.worker_status WHERE datname = 'half2'});
 }
 
@@ -173,15 +220,14 @@ sub worker_errors
 # (it comes once CREATE EXTENSION commits) is over before the restore
 $node->safe_psql('postgres', 'CREATE DATABASE half2');
 ($ok, $err) = restore_from("$tmp/due.dump", 'half2', '-L', $due_schema);
-ok($ok, 'pg_restore of everything but the tables\' rows') or diag $err;
-ok(wait_until(30, sub { half2_worker() =~ /^[1-9]\d*\|idle\|0$/ }),
-	'a worker has looked at the new database, and left with nothing due')
-  or diag half2_worker();
+restored($ok, $err, 'pg_restore of everything but the tables\' rows');
+wait_until(30, sub { half2_worker() =~ /^[1-9]\d*\|idle\|0$/ })
+  or die 'no worker has looked at the new database and left with nothing due: ' . half2_worker();
 my ($visits) = split /\|/, half2_worker();
 my $offset = -s $node->logfile;
 my $before = $node->safe_psql('half2', 'SELECT clock_timestamp()');
 ($ok, $err) = restore_from("$tmp/due.dump", 'half2', '-L', $due_ledger);
-ok($ok, 'pg_restore of the ledger, inventory.sku not') or diag $err;
+restored($ok, $err, 'pg_restore of the ledger, inventory.sku not');
 is(marker('half2'), 'f|t', 'the marker stands: the ledger restored');
 # the restore makes work due at once: a worker comes, finds the marker,
 # and leaves with nothing due (a worker that fails there instead logs an
@@ -196,19 +242,19 @@ ok(wait_until(30, sub { half2_visited() || worker_errors($offset) ne '' }) && ha
   or diag half2_worker();
 is(worker_errors($offset), '', 'no worker failed there: no worker ERROR in the server\'s log since the restore');
 is((split /\|/, half2_worker())[2], '0', 'the workers expired nothing there');
-is($node->safe_psql('half2', "SELECT count(*) FROM inventory.ledger WHERE settled_at >= '$before'"), '0',
+is(as_admin($node, 'half2', "SELECT count(*) FROM inventory.ledger WHERE settled_at >= '$before'"), '0',
 	'nothing in its ledger was settled since the restore');
-is($node->safe_psql('half2', "SELECT state FROM inventory.ledger WHERE order_id = 'due-soon'"), 'PENDING',
+is(as_admin($node, 'half2', "SELECT state FROM inventory.ledger WHERE order_id = 'due-soon'"), 'PENDING',
 	'the overdue reservation is left PENDING');
 my $ended = $node->safe_psql('half2', 'SELECT clock_timestamp()');
 ($ok, $err) = restore_from("$tmp/due.dump", 'half2', '-L', $due_sku);
-ok($ok, 'then pg_restore of inventory.sku') or diag $err;
+restored($ok, $err, 'then pg_restore of inventory.sku');
 is(marker('half2'), '', 'in either order, the marker goes');
 ok( wait_until(30, sub {
-			$node->safe_psql('half2', "SELECT state FROM inventory.ledger WHERE order_id = 'due-soon'") eq 'EXPIRED';
+			as_admin($node, 'half2', "SELECT state FROM inventory.ledger WHERE order_id = 'due-soon'") eq 'EXPIRED';
 	}),
 	'and the worker expires what fell due meanwhile');
-is($node->safe_psql('half2', "SELECT settled_at >= '$ended' FROM inventory.ledger WHERE order_id = 'due-soon'"), 't',
+is(as_admin($node, 'half2', "SELECT settled_at >= '$ended' FROM inventory.ledger WHERE order_id = 'due-soon'"), 't',
 	'once the marker was gone');
 is(worker_errors($offset), '', 'no worker ERROR in the log all along');
 
@@ -218,29 +264,29 @@ for my $args ([], [ '-j', '2' ], [ '-1' ])
 	my $db = 'whole' . scalar(@$args);
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
 	($ok, $err) = restore($db, @$args);
-	ok($ok, "pg_restore @$args") or diag $err;
+	restored($ok, $err, "pg_restore @$args");
 	is(marker($db), '', "pg_restore @$args: no marker");
-	is($node->safe_psql($db, "SELECT (inventory.reserve('MUG', 1, 'after-w', ttl => '1 hour')).status"), 'ok',
+	is(as_app($node, $db, "SELECT (inventory.reserve('MUG', 1, 'after-w', ttl => '1 hour')).status"), 'ok',
 		"pg_restore @$args: it sells");
 }
 
 # --- an administrator ends it ---------------------------------------------
 $node->safe_psql('postgres', 'CREATE DATABASE half3');
-restore('half3', '-L', $no_ledger);
+restored(restore('half3', '-L', $no_ledger), 'pg_restore into half3');
 is(marker('half3'), 't|f', 'a third copy, half-restored');
-($rc, $out, $err) = $node->psql('half3', 'SELECT inventory.restore_abandon()');
-is($rc, 0, 'restore_abandon()');
+($rc, $out, $err) = admin_psql($node, 'half3', 'SELECT inventory.restore_abandon()');
+is($rc, 0, 'restore_abandon() by the administrator') or diag $err;
 like($err, qr/WARNING:  the incomplete restore of this database's inventory was abandoned/,
 	'warns what abandoning means');
 is(marker('half3'), '', 'the marker is gone');
-is($node->safe_psql('half3', "SELECT (inventory.reserve('MUG', 1, 'after-3', ttl => '1 hour')).status"), 'ok',
+is(as_app($node, 'half3', "SELECT (inventory.reserve('MUG', 1, 'after-3', ttl => '1 hour')).status"), 'ok',
 	'the SKUs sell from their base counters');
 
 # restore_finish() does not end a restore whose other table is missing
 my $finish = "\\set VERBOSITY verbose\nSELECT inventory.restore_finish()";
 $node->safe_psql('postgres', 'CREATE DATABASE half4');
-restore('half4', '-L', $no_ledger);
-($rc, $out, $err) = $node->psql('half4', $finish);
+restored(restore('half4', '-L', $no_ledger), 'pg_restore into half4');
+($rc, $out, $err) = admin_psql($node, 'half4', $finish);
 isnt($rc, 0, 'restore_finish() refuses to end a restore whose ledger was never loaded');
 like($err, qr/ERROR:  55000: cannot finish the incomplete restore of this database's inventory/,
 	'with SQLSTATE 55000');
@@ -252,10 +298,10 @@ like($err,
 is(marker('half4'), 't|f', 'the marker still stands');
 ok(refused('half4', 'c'), 'and the sale is still refused');
 ($ok, $err) = restore('half4', '-L', $ledger_only);
-ok($ok, 'pg_restore of the missing ledger') or diag $err;
+restored($ok, $err, 'pg_restore of the missing ledger');
 is(marker('half4'), '', 'ends the restore');
-($rc, $out, $err) = $node->psql('half4', 'SELECT inventory.restore_finish()');
-is($rc, 0, 'restore_finish() then succeeds');
+($rc, $out, $err) = admin_psql($node, 'half4', 'SELECT inventory.restore_finish()');
+is($rc, 0, 'restore_finish() by the administrator then succeeds') or diag $err;
 like($err, qr/NOTICE:  no restore of this database's inventory stands incomplete/, 'with nothing to end');
 
 # a restored base that does not add up: below zero on its own (a fold may
@@ -264,10 +310,10 @@ like($err, qr/NOTICE:  no restore of this database's inventory stands incomplete
 $node->safe_psql('postgres', 'CREATE DATABASE half6');
 my $below = script_file('below-zero.sql', sub { s/^TEE\t\d+\t/TEE\t-1\t/m or die 'no TEE row in the dump' },
 	'-L', $no_ledger);
-$node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('half6'), '-f', $below ],
-	'a restore without the ledger, TEE\'s base below zero');
+# a restore without the ledger, TEE's base below zero
+run_or_die('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('half6'), '-f', $below);
 is(marker('half6'), 't|f', 'the marker stands');
-($rc, $out, $err) = $node->psql('half6', $finish);
+($rc, $out, $err) = admin_psql($node, 'half6', $finish);
 isnt($rc, 0, 'restore_finish() refuses a base that does not add up');
 like($err, qr/ERROR:  23514: restored rows of sku "TEE" are inconsistent/, 'with SQLSTATE 23514, naming the SKU');
 like($err, qr/DETAIL:  With them the SKU would have on_hand -1 and reserved 0, which leaves -1 available\./,
@@ -295,19 +341,19 @@ $standby->append_conf('postgresql.conf', "archive_mode = off\n");
 $standby->start;
 $node->safe_psql('postgres', 'CREATE DATABASE half7');
 ($ok, $err) = restore('half7', '-L', $no_ledger);
-ok($ok, 'on the primary, pg_restore of everything but the ledger') or diag $err;
+restored($ok, $err, 'on the primary, pg_restore of everything but the ledger');
 is(marker('half7'), 't|f', 'the marker stands there');
 $node->wait_for_catchup($standby, 'replay');
 is(marker('half7', $standby), 't|f', 'the standby has replayed it');
 $standby->promote;
-ok($standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'the standby is promoted');
+$standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()') or die 'the standby is not promoted';
 is(marker('half7', $standby), 't|f', 'the marker stands on the promoted server');
 ok(refused('half7', 'promoted', $standby), 'a sale there is refused with 55000');
 ($ok, $err) = restore_into($standby, "$tmp/shop.dump", 'half7', '-L', $ledger_only);
-ok($ok, 'pg_restore of the ledger into the promoted server') or diag $err;
+restored($ok, $err, 'pg_restore of the ledger into the promoted server');
 is(marker('half7', $standby), '', 'the marker is gone there');
-is($standby->safe_psql('half7', 'SELECT * FROM inventory.stock ORDER BY sku'), $want, 'its stock is the source\'s');
-is($standby->safe_psql('half7', "SELECT (inventory.reserve('MUG', 1, 'after-7', ttl => '1 hour')).status"), 'ok',
+is(as_monitor($standby, 'half7', 'SELECT * FROM inventory.stock ORDER BY sku'), $want, 'its stock is the source\'s');
+is(as_app($standby, 'half7', "SELECT (inventory.reserve('MUG', 1, 'after-7', ttl => '1 hour')).status"), 'ok',
 	'and it sells');
 $standby->stop;
 
@@ -317,12 +363,12 @@ $node->backup('base');
 # a plain script restored by hand, with a restore point between its COPYs
 my $with_point = script_file('with-point.sql',
 	sub { s/^(COPY inventory\.ledger )/SELECT pg_create_restore_point('between');\n$1/m or die 'no ledger COPY' });
-$node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('half5'), '-f', $with_point ],
-	'a plain restore with a restore point between inventory.sku and the ledger');
+# a plain restore with a restore point between inventory.sku and the ledger
+run_or_die('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('half5'), '-f', $with_point);
 is(marker('half5'), '', 'the whole script leaves no marker');
 my $segment = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_switch_wal())');
-ok($node->poll_query_until('postgres', "SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver"),
-	'the WAL with the restore point is archived');
+$node->poll_query_until('postgres', "SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver")
+  or die 'the WAL with the restore point is not archived';
 
 my $pitr = PostgreSQL::Test::Cluster->new('pitr');
 $pitr->init_from_backup($node, 'base', has_restoring => 1);
@@ -331,10 +377,11 @@ recovery_target_name = 'between'
 recovery_target_action = 'promote'
 });
 $pitr->start;
-ok($pitr->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'recovered to the restore point, and promoted');
-is($pitr->safe_psql('half5', 'SELECT sku_restored, ledger_restored FROM inventory.restore_state'), 't|f',
+$pitr->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+  or die 'not recovered to the restore point and promoted';
+is(marker('half5', $pitr), 't|f',
 	'the recovered database has its marker: inventory.sku restored, the ledger not');
-($rc, $out, $err) = $pitr->psql('half5', "SELECT inventory.reserve('TEE', 1, 'try-pitr')");
+($rc, $out, $err) = app_psql($pitr, 'half5', "SELECT inventory.reserve('TEE', 1, 'try-pitr')");
 like($err, qr/the restore of this database's inventory is incomplete/, 'and refuses to sell');
 $pitr->stop;
 
