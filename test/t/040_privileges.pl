@@ -16,6 +16,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use InventoryTest qw(inventory_node inventory_roles as_role);
+use RouterCluster qw(start_nodes start_router);
 
 my $top = "$FindBin::Bin/../..";
 my @ROLES = qw(inventory_app inventory_admin inventory_monitor PUBLIC);
@@ -27,14 +28,21 @@ my %LOGIN = (
 
 # --- the manifest ------------------------------------------------------------
 
-my %manifest;
-for my $line (split /\n/, slurp_file("$top/test/privileges.manifest"))
+# manifest(FILE): {member => {role => rights}}
+sub manifest
 {
-	next if $line =~ /^\s*(#|$)/;
-	my ($member, @rights) = map { s/^\s+|\s+$//gr } split /\|/, $line;
-	die "test/privileges.manifest: a line without four roles: $line" unless @rights == 4;
-	$manifest{$member} = { map { $ROLES[$_] => $rights[$_] } 0 .. 3 };
+	my ($file) = @_;
+	my %m;
+	for my $line (split /\n/, slurp_file("$top/$file"))
+	{
+		next if $line =~ /^\s*(#|$)/;
+		my ($member, @rights) = map { s/^\s+|\s+$//gr } split /\|/, $line;
+		die "$file: a line without four roles: $line" unless @rights == 4;
+		$m{$member} = { map { $ROLES[$_] => $rights[$_] } 0 .. 3 };
+	}
+	return %m;
 }
+my %manifest = manifest('test/privileges.manifest');
 
 my $node = inventory_node('privileges', "inventory.worker_enabled = off\ninventory.max_skus = 1000\n");
 $node->safe_psql('postgres', 'CREATE EXTENSION inventory');
@@ -43,11 +51,12 @@ $node->safe_psql('postgres', 'CREATE ROLE shop_nobody LOGIN');
 
 # --- the members, and their rights --------------------------------------------
 
+# the rights of every member of extension %s, one line each: member|app admin monitor public
 my $rights_sql = q{
 WITH m AS (
 	SELECT classid, objid FROM pg_depend
 	 WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
-	   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'inventory')
+	   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = '%s')
 	   AND classid IN ('pg_proc'::regclass, 'pg_class'::regclass))
 SELECT CASE WHEN classid = 'pg_proc'::regclass THEN objid::regprocedure::text ELSE objid::regclass::text END,
 	   string_agg(CASE WHEN classid = 'pg_proc'::regclass
@@ -57,7 +66,8 @@ SELECT CASE WHEN classid = 'pg_proc'::regclass THEN objid::regprocedure::text EL
 				  END, ' ' ORDER BY o)
   FROM m, unnest(ARRAY['inventory_app', 'inventory_admin', 'inventory_monitor', 'public']) WITH ORDINALITY AS u (r, o)
  GROUP BY 1 ORDER BY 1};
-my %actual = map { my ($m, $r) = split /\|/; ($m => $r) } split /\n/, $node->safe_psql('postgres', $rights_sql);
+my %actual = map { my ($m, $r) = split /\|/; ($m => $r) } split /\n/,
+  $node->safe_psql('postgres', sprintf($rights_sql, 'inventory'));
 
 is(join("\n", sort grep { !exists $manifest{$_} } keys %actual), '',
 	'every member of the extension is in test/privileges.manifest');
@@ -247,5 +257,59 @@ for my $m (sort keys %manifest)
 	}
 }
 is(join("\n", @unnamed), '', "docs/security.md names, in each role's row, every function and view the role may use");
+
+# --- the router -----------------------------------------------------------------
+
+# The router database has the same three roles, granted what they may call
+# there (test/privileges-router.manifest); every call it routes runs on the
+# nodes as the role of its user mapping.  The rights of each member, and a
+# real call of every right refused, on a router over two nodes.
+$node->stop;
+my @nodes = start_nodes(2);
+my $router = start_router(\@nodes, 0, roles => 1);
+$router->safe_psql('shop', 'CREATE ROLE shop_nobody LOGIN');
+my %rmanifest = manifest('test/privileges-router.manifest');
+my %ractual = map { my ($m, $r) = split /\|/; ($m => $r) } split /\n/,
+  $router->safe_psql('shop', sprintf($rights_sql, 'inventory_router'));
+is(join("\n", sort grep { !exists $rmanifest{$_} } keys %ractual), '',
+	'every member of the router extension is in test/privileges-router.manifest');
+is(join("\n", sort grep { !exists $ractual{$_} } keys %rmanifest), '',
+	'every member of test/privileges-router.manifest is in the router extension');
+@wrong = ();
+for my $m (sort keys %ractual)
+{
+	next unless $rmanifest{$m};
+	my $want = join ' ', map { $rmanifest{$m}{$_} } @ROLES;
+	push @wrong, "$m: has $ractual{$m}, the manifest says $want" if $ractual{$m} ne $want;
+}
+is(join("\n", @wrong), '',
+	'on the router, every role has exactly the rights of the manifest on every member (' . scalar(keys %ractual) . ' members)');
+my @rrefused;
+for my $m (sort keys %rmanifest)
+{
+	next if $m =~ /internal|cstring/;
+	for my $role (@ROLES)
+	{
+		my $r = $rmanifest{$m}{$role};
+		if ($m =~ /\(/)
+		{
+			push @rrefused, [ null_call($m), $role ] if $r eq '-';
+		}
+		else
+		{
+			push @rrefused, [ "SELECT FROM $m LIMIT 0", $role ] if $r !~ /r/;
+		}
+	}
+}
+@not_refused = ();
+for my $c (@rrefused)
+{
+	my ($stmt, $role) = @$c;
+	my ($ret, $out, $err) = $router->psql('shop', $stmt,
+		extra_params => [ '-U', $LOGIN{$role}, '-v', 'VERBOSITY=verbose' ]);
+	push @not_refused, "$LOGIN{$role}: $stmt: " . ($ret == 0 ? 'ran' : ($err =~ /ERROR:\s+(\w+)/)[0])
+	  unless $ret != 0 && $err =~ /ERROR:\s+42501/;
+}
+is(join("\n", @not_refused), '', scalar(@rrefused) . ' calls of a right refused on the router are refused with 42501');
 
 done_testing();
