@@ -213,10 +213,14 @@ OutcomeReplay(text *order_id, int32 batch_id, const LedgerRow *m,
 		 memcmp(VARDATA_ANY(m->buyer_id), VARDATA_ANY(buyer_id),
 				VARSIZE_ANY_EXHDR(buyer_id)) == 0);
 
+	/*
+	 * The movement may be an express writer's, committed but not yet
+	 * flushed: whatever is answered from it, duplicate or the key's reuse,
+	 * is told once its commit is durable.
+	 */
+	ExpressFlushCommitted();
 	if (m->kind != kind || !LedgerRowIsSku(m, sku) || other != qty || !same_buyer)
 		KeyReuseError(order_id, batch_id, m);
-	/* the movement may be an express writer's, committed but not yet flushed */
-	ExpressFlushCommitted();
 	OutcomeSetMovement(o, m);
 	o->ok = true;
 	o->status = INV_STATUS_DUPLICATE;

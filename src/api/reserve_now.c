@@ -164,7 +164,7 @@ HandOver(ExpressReply *reply)
 	{
 		if (queued == EXPRESS_START_WRITER)
 		{
-			bool		started = false;
+			volatile bool started = false;
 
 			PG_TRY();
 			{
