@@ -13,6 +13,7 @@
 #include "storage/latch.h"
 #include "storage/shmem.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "fault.h"
@@ -78,12 +79,25 @@ FaultPoint(const char *name)
 void
 FaultPause(const char *name)
 {
+	TimestampTz until;
+
 	if (!Named(name))
 		return;
 	elog(LOG, "fault injected at \"%s\": pausing", name);
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 FAULT_PAUSE_MS, PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
+	/* the whole pause, whatever sets the latch meanwhile */
+	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), FAULT_PAUSE_MS);
+	for (;;)
+	{
+		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until);
+
+		if (left <= 0)
+			break;
+		ResetLatch(MyLatch);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 left, PG_WAIT_EXTENSION);
+	}
+	/* what set the latch is looked at again by the caller's next wait */
+	SetLatch(MyLatch);
 }
 
 /*
