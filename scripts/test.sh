@@ -3,6 +3,7 @@
 # line "N passed, N failed".
 #
 #   layout of src/     scripts/check_layers.py       (calls go down the layers, no include cycle)
+#   exports            scripts/check_exports.py      (inventory.so exports only what PostgreSQL looks up)
 #   regression tests   sql/*.sql + expected/*.out   (pg_regress)
 #   isolation specs    specs/*.spec + expected/*.out (pg_isolation_regress)
 #   pgTAP suite        test/pgtap/*.sql              (pg_prove)
@@ -35,6 +36,10 @@ inv_scratch_tree "$WORK"
 suite "layout of src/"
 /usr/bin/python3 "$INV_TOP/scripts/check_layers.py" "$INV_TOP/src" >"$WORK/layers.log" 2>&1
 run_tap_log "$WORK/layers.log" $? plain
+
+suite "exports of inventory.so"
+/usr/bin/python3 "$INV_TOP/scripts/check_exports.py" "$INV_TOP" >"$WORK/exports.log" 2>&1
+run_tap_log "$WORK/exports.log" $? plain
 
 run_pg_regress() {
 	local name=$1 log=$WORK/$1.log diffs=$2 status
