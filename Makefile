@@ -15,8 +15,6 @@ OBJS = \
 	src/api/batch.o \
 	src/api/cart.o \
 	src/api/db_stats.o \
-	src/api/express_batch.o \
-	src/api/outcome.o \
 	src/api/reconciler_admin.o \
 	src/api/reserve_now.o \
 	src/api/restore_admin.o \
@@ -25,8 +23,14 @@ OBJS = \
 	src/worker/express_writer.o \
 	src/worker/launcher.o \
 	src/worker/worker.o \
+	src/movement/express_batch.o \
+	src/movement/movement.o \
+	src/movement/outcome.o \
+	src/maintenance/expire.o \
+	src/maintenance/fold.o \
 	src/maintenance/reconcile.o \
 	src/maintenance/reconciler.o \
+	src/maintenance/verify.o \
 	src/enforce/ask_fence.o \
 	src/enforce/publication.o \
 	src/enforce/restore.o \
@@ -48,7 +52,6 @@ OBJS = \
 	src/tables/keyscan.o \
 	src/tables/ledger_row.o \
 	src/tables/ledger_table.o \
-	src/tables/maintenance.o \
 	src/tables/restore_state.o \
 	src/tables/markers.o \
 	src/tables/sandbox.o \

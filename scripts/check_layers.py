@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """scripts/check_layers.py -- the layout of src/ holds: calls go down the
-layers, and no module reaches itself through its includes.
+layers, one folder to a layer, and no module reaches itself through its
+includes.
 
 A module is a .c file and its .h (src/shmem/cache.c and src/shmem/cache.h
 are the module shmem/cache), with its internal header if it has one
@@ -10,8 +11,11 @@ Module A depends on module B when A's .c or .h includes B's header.  The
 layers, top to bottom (CONTRIBUTING.md says what each one is):
 
     init            src/init.c: _PG_init
-    api, worker     the SQL-callable functions; the background processes
-    maintenance     expiry's asks of a reconciler: who is asked, and how
+    api             the SQL-callable functions
+    worker          the background processes
+    movement        one movement on the tables and the cache, for the API
+                    and the express writer
+    maintenance     expiry, fold, verify and the asks of a reconciler
     enforce         the trigger, the rules, restores, the utility hook
     xact            a transaction's pending changes
     shmem           shared memory: the cache, escrow, key filter, pool
@@ -20,7 +24,9 @@ layers, top to bottom (CONTRIBUTING.md says what each one is):
     (inventory.h)   limits shared by every layer; fault.c, faults a test
                     build injects
 
-A module may include its own layer's headers and those of the layers below.
+A module may include the headers of its own folder and those of the layers
+below; no two folders share a rank, so an include between folders goes
+down or fails.
 Prints TAP: one test, with every include that goes up and every cycle
 as its diagnostics.  Usage:
     scripts/check_layers.py [SRC_DIR]
@@ -29,8 +35,8 @@ import os
 import re
 import sys
 
-LAYERS = [("init",), ("api", "worker"), ("maintenance",), ("enforce",), ("xact",), ("shmem",),
-          ("tables",), ("types",), ("inventory", "fault")]
+LAYERS = [("init",), ("api",), ("worker",), ("movement",), ("maintenance",), ("enforce",),
+          ("xact",), ("shmem",), ("tables",), ("types",), ("inventory", "fault")]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -23,7 +23,7 @@
 #include "tables/sandbox.h"
 
 void
-CheckWritable(const char *call)
+ArgCheckWritable(const char *call)
 {
 	SandboxRefuse();
 	PreventCommandIfReadOnly(call);
@@ -36,7 +36,7 @@ CheckWritable(const char *call)
  * database is gone.
  */
 char *
-DatabaseNameColumn(Oid dboid)
+ArgDatabaseNameColumn(Oid dboid)
 {
 	char	   *name = get_database_name(dboid);
 	char	   *buf;
@@ -97,17 +97,22 @@ ArgQuantity(FunctionCallInfo fcinfo, int n, const char *name, bool allow_zero)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("%s must not be null", name)));
 	v = PG_GETARG_INT64(n);
-	if (v < 0 || (v == 0 && !allow_zero))
+	if (v < 0 && allow_zero)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg(allow_zero ? "%s must not be negative" : "%s must be positive", name),
+				 errmsg("%s must not be negative", name),
+				 errdetail("%s is %lld.", name, (long long) v)));
+	if (v <= 0 && !allow_zero)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be positive", name),
 				 errdetail("%s is %lld.", name, (long long) v)));
 	return v;
 }
 
 /* now + ttl, where ttl must be positive; NULL means inventory.default_ttl */
 TimestampTz
-ExpiresAt(FunctionCallInfo fcinfo, int n, TimestampTz now)
+ArgExpiresAt(FunctionCallInfo fcinfo, int n, TimestampTz now)
 {
 	TimestampTz expires;
 

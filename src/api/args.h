@@ -11,8 +11,8 @@
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 
-extern void CheckWritable(const char *call);
-extern char *DatabaseNameColumn(Oid dboid);
+extern void ArgCheckWritable(const char *call);
+extern char *ArgDatabaseNameColumn(Oid dboid);
 extern text *ArgText(FunctionCallInfo fcinfo, int n, const char *name);
 extern text *ArgSku(FunctionCallInfo fcinfo, int n);
 extern text *ArgOrderId(FunctionCallInfo fcinfo, int n);
@@ -20,7 +20,7 @@ extern text *ArgBuyerId(FunctionCallInfo fcinfo, int n);
 extern int32 ArgBatchId(FunctionCallInfo fcinfo, int n);
 extern int64 ArgQuantity(FunctionCallInfo fcinfo, int n, const char *name,
 						 bool allow_zero);
-extern TimestampTz ExpiresAt(FunctionCallInfo fcinfo, int n, TimestampTz now);
+extern TimestampTz ArgExpiresAt(FunctionCallInfo fcinfo, int n, TimestampTz now);
 extern int64 ArgMaxRows(FunctionCallInfo fcinfo, int n);
 extern int	ArgTextArray(FunctionCallInfo fcinfo, int n, const char *name,
 						 void (*check) (const char *, int), bool allow_nulls,

@@ -24,10 +24,10 @@
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 
-#include "api/api.h"
 #include "api/args.h"
-#include "api/outcome.h"
 #include "enforce/rules.h"
+#include "movement/movement.h"
+#include "movement/outcome.h"
 #include "tables/ledger_row.h"
 
 /* An element whose lock is to be taken: (first, second) in byte order. */
@@ -67,7 +67,7 @@ LockInOrder(text **skus, text **order_ids, text **buyer_ids, int n)
 	}
 	qsort(order, n, sizeof(LockOrder), CompareLockOrder);
 	for (int i = 0; i < n; i++)
-		LockKey(order[i].first, 1);
+		MovementLockKey(order[i].first, 1);
 
 	for (int i = 0; i < n && buyer_ids != NULL; i++)
 	{
@@ -95,22 +95,24 @@ inventory_reserve_many(PG_FUNCTION_ARGS)
 	int			nqtys = ArgQuantityArray(fcinfo, 1, "qtys", &qtys);
 	int			norders = ArgTextArray(fcinfo, 2, "order_ids", LedgerCheckOrderId,
 									   false, &order_ids);
-	TimestampTz expires_at = ExpiresAt(fcinfo, 3, GetCurrentStatementStartTimestamp());
+	TimestampTz expires_at = ArgExpiresAt(fcinfo, 3, GetCurrentStatementStartTimestamp());
 	int			nbuyers = ArgTextArray(fcinfo, 4, "buyer_ids", LedgerCheckBuyerId,
 									   true, &buyer_ids);
 	LedgerWriter writer;
 	OutcomeSet	set;
 
-	CheckWritable("inventory.reserve_many()");
+	ArgCheckWritable("inventory.reserve_many()");
 	if (nqtys != n || norders != n || (nbuyers >= 0 && nbuyers != n))
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("skus, qtys, order_ids and buyer_ids must have the same number of elements"),
 				 nbuyers >= 0 ?
-				 errdetail("skus has %d elements, qtys %d, order_ids %d and buyer_ids %d.",
-						   n, nqtys, norders, nbuyers) :
-				 errdetail("skus has %d elements, qtys %d and order_ids %d.",
-						   n, nqtys, norders)));
+				 errdetail_plural("skus has %d element, qtys %d, order_ids %d and buyer_ids %d.",
+								  "skus has %d elements, qtys %d, order_ids %d and buyer_ids %d.",
+								  n, n, nqtys, norders, nbuyers) :
+				 errdetail_plural("skus has %d element, qtys %d and order_ids %d.",
+								  "skus has %d elements, qtys %d and order_ids %d.",
+								  n, n, nqtys, norders)));
 
 	OutcomeSetInit(&set, INV_CALL_RESERVE_MANY, fcinfo);
 	if (n == 0)
@@ -124,7 +126,7 @@ inventory_reserve_many(PG_FUNCTION_ARGS)
 		Outcome		o;
 
 		CHECK_FOR_INTERRUPTS();
-		ReserveOne(skus[i], qtys[i], order_ids[i], 1, expires_at, NULL,
+		MovementReserve(skus[i], qtys[i], order_ids[i], 1, expires_at, NULL,
 				   buyer_ids ? buyer_ids[i] : NULL, &writer, &o);
 		OutcomePut(&set, &o);
 	}

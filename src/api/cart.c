@@ -27,10 +27,10 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#include "api/api.h"
 #include "api/args.h"
-#include "api/outcome.h"
 #include "enforce/rules.h"
+#include "movement/movement.h"
+#include "movement/outcome.h"
 #include "shmem/cache.h"
 #include "shmem/escrow.h"
 #include "tables/ledger_row.h"
@@ -107,15 +107,17 @@ CartReuseError(text *order_id, int n, bool numbered)
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
 				 errmsg("order_id \"%s\" is already used by other movements",
 						text_to_cstring(order_id)),
-				 errdetail("A cart of %d lines is the movements (order_id, batch_ids[i]), and the ledger holds some of them as other movements.",
-						   n),
+				 errdetail_plural("A cart of %d line is the movement (order_id, batch_ids[1]), and the ledger holds it as another movement.",
+								  "A cart of %d lines is the movements (order_id, batch_ids[i]), and the ledger holds some of them as other movements.",
+								  n, n),
 				 errhint("Give each cart its own order_id.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
 			 errmsg("order_id \"%s\" is already used by other movements",
 					text_to_cstring(order_id)),
-			 errdetail("A cart of %d lines is the movements (order_id, 1) to (order_id, %d), and the ledger holds others under this order_id.",
-					   n, n),
+			 errdetail_plural("A cart of %d line is the movement (order_id, %d), and the ledger holds others under this order_id.",
+							  "A cart of %d lines is the movements (order_id, 1) to (order_id, %d), and the ledger holds others under this order_id.",
+							  n, n, n),
 			 errhint("Give each cart its own order_id.")));
 }
 
@@ -153,7 +155,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 	int			n = ArgTextArray(fcinfo, 1, "skus", LedgerCheckSku, false, &skus);
 	int			nqtys = ArgQuantityArray(fcinfo, 2, "qtys", &qtys);
 	TimestampTz now = GetCurrentStatementStartTimestamp();
-	TimestampTz expires_at = ExpiresAt(fcinfo, 3, now);
+	TimestampTz expires_at = ArgExpiresAt(fcinfo, 3, now);
 	text	   *buyer_id = ArgBuyerId(fcinfo, 4);
 	int32	   *batches;
 	int			nbatches = ArgBatchIdArray(fcinfo, 5, "batch_ids", &batches);
@@ -170,12 +172,14 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 	LedgerRow	extra;
 	OutcomeSet	set;
 
-	CheckWritable("inventory.reserve_cart()");
+	ArgCheckWritable("inventory.reserve_cart()");
 	if (n != nqtys)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("skus and qtys must have the same number of elements"),
-				 errdetail("skus has %d elements and qtys %d.", n, nqtys)));
+				 errdetail_plural("skus has %d element and qtys %d.",
+								  "skus has %d elements and qtys %d.",
+								  n, n, nqtys)));
 	if (n == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -184,7 +188,9 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("skus and batch_ids must have the same number of elements"),
-				 errdetail("skus has %d elements and batch_ids %d.", n, nbatches)));
+				 errdetail_plural("skus has %d element and batch_ids %d.",
+								  "skus has %d elements and batch_ids %d.",
+								  n, n, nbatches)));
 	if (nbatches < 0)
 	{
 		batches = palloc(n * sizeof(int32));
@@ -211,7 +217,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 		if (admit != INV_ADMIT_OK)
 		{
 			g[k].refused = true;
-			g[k].status = RefusalStatus(admit);
+			g[k].status = OutcomeRefusalStatus(admit);
 			refused = true;
 		}
 	}
@@ -220,15 +226,15 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 	found = palloc(n * sizeof(LedgerRow));
 	for (int i = 0; i < n; i++)
 	{
-		LockKey(order_id, batches[i]);
-		if (FindKey(order_id, batches[i], &found[i]))
+		MovementLockKey(order_id, batches[i]);
+		if (MovementFindKey(order_id, batches[i], &found[i]))
 			nfound++;
 	}
 	if (nfound > 0)
 	{
 		GiveBack(g, ng, buyer_id, mark, changes_mark);
 		/* numbered by us, a longer cart under this order_id has line n + 1 */
-		if (nfound < n || (nbatches < 0 && FindKey(order_id, n + 1, &extra)))
+		if (nfound < n || (nbatches < 0 && MovementFindKey(order_id, n + 1, &extra)))
 			CartReuseError(order_id, n, nbatches >= 0);
 		for (int i = 0; i < n; i++)
 		{
@@ -282,7 +288,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 		LedgerNew	m;
 		Outcome		o;
 
-		NewMovement(&m, order_id, batches[i], INV_KIND_RESERVE, skus[i], qtys[i]);
+		MovementNew(&m, order_id, batches[i], INV_KIND_RESERVE, skus[i], qtys[i]);
 		m.has_expires_at = true;
 		m.expires_at = expires_at;
 		m.buyer_id = buyer_id;
@@ -314,7 +320,7 @@ OrderCall(FunctionCallInfo fcinfo, ReservationOp op)
 	int			n;
 	OutcomeSet	set;
 
-	CheckWritable(op == OP_CONFIRM ? "inventory.confirm_order()" :
+	ArgCheckWritable(op == OP_CONFIRM ? "inventory.confirm_order()" :
 				  "inventory.cancel_order()");
 	OutcomeSetInit(&set, op == OP_CONFIRM ? INV_CALL_CONFIRM_ORDER :
 				   INV_CALL_CANCEL_ORDER, fcinfo);
@@ -332,7 +338,7 @@ OrderCall(FunctionCallInfo fcinfo, ReservationOp op)
 	{
 		Outcome		o;
 
-		SettleReservation(op, order_id, batches[i], now, 0, &o);
+		MovementSettle(op, order_id, batches[i], now, 0, &o);
 		OutcomePut(&set, &o);
 	}
 	OutcomeSetDone(&set);

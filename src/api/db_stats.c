@@ -24,7 +24,7 @@
 static char *
 CountingDatabase(Oid dboid)
 {
-	char	   *name = DatabaseNameColumn(dboid);
+	char	   *name = ArgDatabaseNameColumn(dboid);
 
 	if (name == NULL)
 		MetricsForget(dboid);

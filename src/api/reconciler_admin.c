@@ -65,7 +65,7 @@ inventory_set_reconciler(PG_FUNCTION_ARGS)
 	Oid			caller = GetUserId();
 
 	SandboxRefuse();
-	CheckWritable("inventory.set_reconciler()");
+	ArgCheckWritable("inventory.set_reconciler()");
 	self = quote_qualified_identifier(get_namespace_name(InvGetCatalog()->schema),
 									  RECONCILER_NAME);
 	if (PG_ARGISNULL(0))

@@ -36,11 +36,11 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "api/api.h"
 #include "api/args.h"
-#include "api/outcome.h"
 #include "enforce/rules.h"
 #include "fault.h"
+#include "movement/movement.h"
+#include "movement/outcome.h"
 #include "shmem/cache.h"
 #include "shmem/escrow.h"
 #include "shmem/express.h"
@@ -83,7 +83,7 @@ GiveBackAtExit(int code, Datum arg)
 static void
 CheckOwnCommit(void)
 {
-	CheckWritable("inventory.reserve_now()");
+	ArgCheckWritable("inventory.reserve_now()");
 	if (IsInParallelMode())
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
@@ -233,7 +233,7 @@ ReserveInOwnTransaction(text *sku, int64 qty, text *order_id, int32 batch_id,
 								 GUC_ACTION_LOCAL, true, 0, false);
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(LedgerOwner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	ReserveAlone(sku, qty, order_id, batch_id, expires_at, NULL, buyer_id, &o);
+	MovementReserveAlone(sku, qty, order_id, batch_id, expires_at, NULL, buyer_id, &o);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	return inv_status_names[o.status];
 }
@@ -329,7 +329,7 @@ WriteThroughLane(text *sku, int64 qty, text *order_id, int32 batch_id,
 				if (strcmp(reply.status, "key_taken") != 0)
 					return pstrdup(reply.status);
 				/* the writer found it: the filter has it, no need to ask */
-				if (LookUpKey(order_id, batch_id, &m))
+				if (MovementLookUpKey(order_id, batch_id, &m))
 					return Replay(&m, sku, qty, order_id, batch_id, buyer_id);
 				/* gone again meanwhile: as reserve() would */
 				return ReserveInOwnTransaction(sku, qty, order_id, batch_id,
@@ -384,10 +384,10 @@ ReserveNow(text *sku, int64 qty, text *order_id, int32 batch_id,
 		{
 			LedgerWaitForKey(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
 							 batch_id);
-			if (LookUpKey(order_id, batch_id, &m))
+			if (MovementLookUpKey(order_id, batch_id, &m))
 				return Replay(&m, sku, qty, order_id, batch_id, buyer_id);
 		}
-		return inv_status_names[RefusalStatus(admit)];
+		return inv_status_names[OutcomeRefusalStatus(admit)];
 	}
 
 	if (!exit_callback_set)
@@ -399,7 +399,7 @@ ReserveNow(text *sku, int64 qty, text *order_id, int32 batch_id,
 	held_qty = qty;
 	PG_TRY();
 	{
-		if (FindKey(order_id, batch_id, &m))
+		if (MovementFindKey(order_id, batch_id, &m))
 		{
 			GiveBack();
 			status = Replay(&m, sku, qty, order_id, batch_id, buyer_id);
@@ -427,7 +427,7 @@ inventory_reserve_now(PG_FUNCTION_ARGS)
 	text	   *order_id = ArgOrderId(fcinfo, 2);
 	int32		batch_id = ArgBatchId(fcinfo, 3);
 	TimestampTz now = GetCurrentStatementStartTimestamp();
-	TimestampTz expires_at = ExpiresAt(fcinfo, 4, now);
+	TimestampTz expires_at = ArgExpiresAt(fcinfo, 4, now);
 	text	   *buyer_id = ArgBuyerId(fcinfo, 5);
 	const char *status;
 

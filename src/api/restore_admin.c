@@ -19,7 +19,7 @@ PG_FUNCTION_INFO_V1(inventory_restore_finish);
 Datum
 inventory_restore_finish(PG_FUNCTION_ARGS)
 {
-	CheckWritable("inventory.restore_finish()");
+	ArgCheckWritable("inventory.restore_finish()");
 	if (!RestoreEndIncomplete(true))
 		ereport(NOTICE,
 				(errmsg("no restore of this database's inventory stands incomplete")));
@@ -31,7 +31,7 @@ PG_FUNCTION_INFO_V1(inventory_restore_abandon);
 Datum
 inventory_restore_abandon(PG_FUNCTION_ARGS)
 {
-	CheckWritable("inventory.restore_abandon()");
+	ArgCheckWritable("inventory.restore_abandon()");
 	if (!RestoreEndIncomplete(false))
 		ereport(NOTICE,
 				(errmsg("no restore of this database's inventory stands incomplete")));

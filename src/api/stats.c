@@ -300,7 +300,7 @@ inventory_verify_status(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		PoolVerify *v = &dbs[i].verify;
-		char	   *name = DatabaseNameColumn(dbs[i].dboid);
+		char	   *name = ArgDatabaseNameColumn(dbs[i].dboid);
 		Datum		vals[VERIFY_STATUS_COLS];
 		bool		nulls[VERIFY_STATUS_COLS] = {0};
 		bool		never = (v->verified_at == 0);
@@ -335,7 +335,7 @@ inventory_reconcile_stats(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		ReconcileCounts *c = &dbs[i].reconciled;
-		char	   *name = DatabaseNameColumn(dbs[i].dboid);
+		char	   *name = ArgDatabaseNameColumn(dbs[i].dboid);
 		Datum		vals[RECONCILE_STATS_COLS];
 		bool		nulls[RECONCILE_STATS_COLS] = {0};
 

@@ -239,15 +239,49 @@ Writes(Relation rel, CmdType cmd)
 		"an administrator deletes SKUs without movements from it";
 }
 
+/*
+ * The message: whole sentences, one for each tense (a warning says what is
+ * so already, an error what would be) and command.
+ */
+static const char *
+BreakMessage(int elevel, CmdType cmd, bool named)
+{
+	if (named && elevel < ERROR)
+		return cmd == CMD_UPDATE ?
+			gettext_noop("publication \"%s\" makes every update of %s fail") :
+			gettext_noop("publication \"%s\" makes every delete of %s fail");
+	if (named)
+		return cmd == CMD_UPDATE ?
+			gettext_noop("publication \"%s\" would make every update of %s fail") :
+			gettext_noop("publication \"%s\" would make every delete of %s fail");
+	if (elevel < ERROR)
+		return cmd == CMD_UPDATE ?
+			gettext_noop("the publications of %s make every update of it fail") :
+			gettext_noop("the publications of %s make every delete of it fail");
+	return cmd == CMD_UPDATE ?
+		gettext_noop("the publications of %s would make every update of it fail") :
+		gettext_noop("the publications of %s would make every delete of it fail");
+}
+
+/* The detail of a table without a replica identity, likewise. */
+static const char *
+NoIdentityDetail(int elevel, CmdType cmd)
+{
+	if (elevel < ERROR)
+		return cmd == CMD_UPDATE ?
+			gettext_noop("The table has no replica identity and the publication publishes its updates: PostgreSQL then refuses every %s of the table, and %s.") :
+			gettext_noop("The table has no replica identity and the publication publishes its deletes: PostgreSQL then refuses every %s of the table, and %s.");
+	return cmd == CMD_UPDATE ?
+		gettext_noop("The table would have no replica identity and the publication publishes its updates: PostgreSQL then refuses every %s of the table, and %s.") :
+		gettext_noop("The table would have no replica identity and the publication publishes its deletes: PostgreSQL then refuses every %s of the table, and %s.");
+}
+
 static void
 Report(int elevel, Relation rel, CmdType cmd, Breakage how, Publication *pub)
 {
 	const char *table = psprintf("inventory.%s", RelationGetRelationName(rel));
-	const char *what = cmd == CMD_UPDATE ? "update" : "delete";
 	const char *WHAT = cmd == CMD_UPDATE ? "UPDATE" : "DELETE";
-	/* a warning says what is so already, an error what would be */
-	const char *makes = elevel < ERROR ? "makes" : "would make";
-	const char *has = elevel < ERROR ? "has" : "would have";
+	const char *msg = BreakMessage(elevel, cmd, how != BREAKS_NOTHING);
 	char	   *identity = ColumnNames(rel, IdentityColumns(rel), false);
 
 	switch (how)
@@ -255,8 +289,7 @@ Report(int elevel, Relation rel, CmdType cmd, Breakage how, Publication *pub)
 		case BREAKS_BY_ROW_FILTER:
 			ereport(elevel,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("publication \"%s\" %s every %s of %s fail",
-							pub->name, makes, what, table),
+					 errmsg(msg, pub->name, table),
 					 errdetail("Its row filter for %s uses %s, outside the table's replica identity (%s): PostgreSQL then refuses every %s of the table, and %s.",
 							   table, OffendingColumns(rel, pub->oid, true), identity,
 							   WHAT, Writes(rel, cmd)),
@@ -266,8 +299,7 @@ Report(int elevel, Relation rel, CmdType cmd, Breakage how, Publication *pub)
 		case BREAKS_BY_COLUMN_LIST:
 			ereport(elevel,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("publication \"%s\" %s every %s of %s fail",
-							pub->name, makes, what, table),
+					 errmsg(msg, pub->name, table),
 					 errdetail("Its column list for %s leaves out %s of the table's replica identity: PostgreSQL then refuses every %s of the table, and %s.",
 							   table, OffendingColumns(rel, pub->oid, false), WHAT,
 							   Writes(rel, cmd)),
@@ -277,10 +309,8 @@ Report(int elevel, Relation rel, CmdType cmd, Breakage how, Publication *pub)
 		case BREAKS_WITHOUT_IDENTITY:
 			ereport(elevel,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("publication \"%s\" %s every %s of %s fail",
-							pub->name, makes, what, table),
-					 errdetail("The table %s no replica identity and the publication publishes its %ss: PostgreSQL then refuses every %s of the table, and %s.",
-							   has, what, WHAT, Writes(rel, cmd)),
+					 errmsg(msg, pub->name, table),
+					 errdetail(NoIdentityDetail(elevel, cmd), WHAT, Writes(rel, cmd)),
 					 errhint("Keep a replica identity on the table: ALTER TABLE %s REPLICA IDENTITY DEFAULT uses its primary key.",
 							 table)));
 			break;
@@ -288,7 +318,7 @@ Report(int elevel, Relation rel, CmdType cmd, Breakage how, Publication *pub)
 			/* PostgreSQL says it fails and no publication explains why */
 			ereport(elevel,
 					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("the publications of %s %s every %s of it fail", table, makes, what),
+					 errmsg(msg, table),
 					 errdetail("PostgreSQL would refuse every %s of the table, and %s.",
 							   WHAT, Writes(rel, cmd))));
 			break;

@@ -180,8 +180,10 @@ RulesCheckNewReservation(text *sku, text *buyer_id, const InvRules *rules,
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("a reservation of sku \"%s\" needs a buyer_id", name),
-				 errdetail("The SKU has a limit of %lld units per buyer.",
-						   (long long) rules->max_per_buyer)));
+				 errdetail_plural("The SKU has a limit of %lld unit per buyer.",
+								  "The SKU has a limit of %lld units per buyer.",
+								  rules->max_per_buyer,
+								  (long long) rules->max_per_buyer)));
 
 	/* the rows of this statement, this one included, count */
 	CommandCounterIncrement();
@@ -193,7 +195,9 @@ RulesCheckNewReservation(text *sku, text *buyer_id, const InvRules *rules,
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("buyer \"%s\" would hold more units of sku \"%s\" than its limit",
 						text_to_cstring(buyer_id), name),
-				 errdetail("The buyer would hold %lld units; the limit is %lld per buyer.",
-						   (long long) holding, (long long) rules->max_per_buyer),
+				 errdetail_plural("The buyer would hold %lld unit; the limit is %lld per buyer.",
+								  "The buyer would hold %lld units; the limit is %lld per buyer.",
+								  holding,
+								  (long long) holding, (long long) rules->max_per_buyer),
 				 errhint("Pending and confirmed reservations count; cancelled and expired ones do not.")));
 }

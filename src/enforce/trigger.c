@@ -40,7 +40,6 @@
 #include "tables/catalog.h"
 #include "tables/ledger_row.h"
 #include "tables/ledger_table.h"
-#include "tables/maintenance.h"
 #include "tables/sandbox.h"
 #include "tables/stmt.h"
 #include "types/state.h"
@@ -201,7 +200,7 @@ CheckTransition(const LedgerRow *old, const LedgerRow *new, TimestampTz now)
 						InvStateName(old->state), InvStateName(new->state)),
 				 errdetail("A reservation leaves PENDING once; CONFIRMED, CANCELLED and EXPIRED are final.")));
 	/* past expires_at: only the answer of a reconciler (reconciler.c) */
-	if (new->state == INV_CONFIRMED && new->expires_at <= now && !LateConfirmAllowed())
+	if (new->state == INV_CONFIRMED && new->expires_at <= now && !SandboxLateConfirmAllowed())
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("cannot confirm a reservation past its expires_at"),
@@ -270,8 +269,10 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 						(errcode(ERRCODE_RESTRICT_VIOLATION),
 						 errmsg("cannot delete a confirmed reservation of buyer \"%s\"",
 								text_to_cstring(old.buyer_id)),
-						 errdetail("It counts towards the buyer's limit of %lld units of sku \"%s\".",
-								   (long long) view.rules.max_per_buyer, key.sku),
+						 errdetail_plural("It counts towards the buyer's limit of %lld unit of sku \"%s\".",
+										  "It counts towards the buyer's limit of %lld units of sku \"%s\".",
+										  view.rules.max_per_buyer,
+										  (long long) view.rules.max_per_buyer, key.sku),
 						 errhint("Delete it once the SKU has no limit (inventory.set_rules()).")));
 		}
 		return td->tg_trigtuple;
@@ -335,7 +336,7 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 
 		if (new.folded)
 		{
-			if (!FoldInProgress())
+			if (!SandboxFolding())
 				ereport(ERROR,
 						(errcode(ERRCODE_CHECK_VIOLATION),
 						 errmsg("only the worker folds ledger movements"),
@@ -380,7 +381,7 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 		}
 	}
 
-	/* a fold changes no counter, so it pins nothing (see maintenance.c) */
+	/* a fold changes no counter, so it pins nothing (see maintenance/fold.c) */
 	if (!new.folded)
 		PendingPin(&key);
 
@@ -611,7 +612,7 @@ SkuBefore(TriggerData *td, const InvCatalog *cat)
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("a sku cannot be renamed"),
 					 errdetail("Its movements in the ledger refer to it by name.")));
-		if ((new_on_hand != on_hand || new_version != version) && !FoldInProgress())
+		if ((new_on_hand != on_hand || new_version != version) && !SandboxFolding())
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
 					 errmsg("on_hand and version of inventory.sku change only through the ledger"),

@@ -438,7 +438,7 @@ Settle(Answer answer, Datum order_id, TimestampTz now, bool waited)
 	values[1] = TimestampTzGetDatum(now);
 	/* the one write that may confirm past expires_at (trigger.c) */
 	if (answer == ANSWER_CONFIRM)
-		n = RunLateConfirm(&confirm_order, values);
+		n = SandboxRunLateConfirm(&confirm_order, values);
 	else
 		n = InvStmtRun(answer == ANSWER_CANCEL ? &cancel_order : &expire_order,
 					   values, NULL, false, 0);
@@ -487,8 +487,10 @@ RecordEndedAsks(const Reconciler *r, TimestampTz now)
 		ereport(WARNING,
 				(errmsg("the reconciler of database \"%s\" was ended while asked about order \"%s\" (batch_id %d)",
 						get_database_name(MyDatabaseId), ended[i].order_id, ended[i].batch_id),
-				 errdetail("The order waits, and is asked again in %s; it is expired after %lld asks.",
-						   Span(ReconcilerRetry(r)), (long long) ReconcilerMaxAsks(r))));
+				 errdetail_plural("The order waits, and is asked again in %s; it is expired after %lld ask.",
+				 				 "The order waits, and is asked again in %s; it is expired after %lld asks.",
+				 				 ReconcilerMaxAsks(r),
+				 				 Span(ReconcilerRetry(r)), (long long) ReconcilerMaxAsks(r))));
 		counts.failed += Wait(r, CStringGetTextDatum(ended[i].order_id), now, said);
 	}
 	if (n > 0)
@@ -576,8 +578,10 @@ ReconcileOrders(const Reconciler *r, const ReconcileOrder *orders, int n,
 				ereport(WARNING,
 						(errmsg("the reconciler of database \"%s\" could not be asked about order \"%s\" (batch_id %d): %s",
 								get_database_name(MyDatabaseId), orders[i].order_id, orders[i].batch_id, said),
-						 errdetail("The order waits, and is asked again in %s; it is expired after %lld asks.",
-								   Span(ReconcilerRetry(r)), (long long) ReconcilerMaxAsks(r))));
+						 errdetail_plural("The order waits, and is asked again in %s; it is expired after %lld ask.",
+						 				 "The order waits, and is asked again in %s; it is expired after %lld asks.",
+						 				 ReconcilerMaxAsks(r),
+						 				 Span(ReconcilerRetry(r)), (long long) ReconcilerMaxAsks(r))));
 			k = Wait(r, order_id, now, said);
 			*CountOf(counts, answer) += k;
 			if (answer == ANSWER_REFUSED)

@@ -33,11 +33,11 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "maintenance/verify.h"
 #include "shmem/cache.h"
 #include "shmem/cache_stats.h"
 #include "tables/catalog.h"
 #include "tables/ledger_table.h"
-#include "maintenance/verify.h"
 #include "tables/stmt.h"
 #include "xact/pending.h"
 

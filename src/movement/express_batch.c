@@ -18,9 +18,9 @@
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 
-#include "api/api.h"
-#include "api/express_batch.h"
 #include "enforce/rules.h"
+#include "movement/express_batch.h"
+#include "movement/movement.h"
 #include "shmem/cache.h"
 #include "shmem/keyfilter.h"
 #include "tables/ledger_table.h"
@@ -60,7 +60,7 @@ ExpressWriteItem(const ExpressItem *it, LedgerWriter *writer,
 	}
 	if (KeyFilterMaybe(it->order_id, it->order_len, it->batch_id))
 	{
-		if (LookUpKey(order_id, it->batch_id, &m))
+		if (MovementLookUpKey(order_id, it->batch_id, &m))
 		{
 			Reply(reply, EXPRESS_REFUSED, "key_taken");
 			return;
@@ -74,7 +74,7 @@ ExpressWriteItem(const ExpressItem *it, LedgerWriter *writer,
 				Reply(reply, EXPRESS_KEY_BUSY, "");
 				return;
 			}
-			if (LookUpKey(order_id, it->batch_id, &m))
+			if (MovementLookUpKey(order_id, it->batch_id, &m))
 			{
 				Reply(reply, EXPRESS_REFUSED, "key_taken");
 				return;
@@ -97,7 +97,7 @@ ExpressWriteItem(const ExpressItem *it, LedgerWriter *writer,
 
 	CacheMakeKey(&key, it->sku, it->sku_len);
 	PendingAdopt(&key, it->qty);
-	NewMovement(&n, order_id, it->batch_id, INV_KIND_RESERVE, sku, it->qty);
+	MovementNew(&n, order_id, it->batch_id, INV_KIND_RESERVE, sku, it->qty);
 	n.has_expires_at = true;
 	n.expires_at = it->expires_at;
 	n.has_created_at = true;

@@ -1,30 +1,30 @@
 /*
- * api.h
- *	  The pieces of the SQL API that the calls on whole orders (cart.c) and
- *	  on batches (batch.c) share with the calls on one movement (api.c).
+ * movement.h
+ *	  One movement on the tables and the cache, for every call that makes
+ *	  one (api/) and the express writer (express_batch.c).  See movement.c.
  */
-#ifndef INVENTORY_API_H
-#define INVENTORY_API_H
+#ifndef INVENTORY_MOVEMENT_H
+#define INVENTORY_MOVEMENT_H
 
 #include "postgres.h"
 
-#include "api/outcome.h"
+#include "movement/outcome.h"
 #include "tables/ledger_row.h"
 #include "tables/ledger_table.h"
 
-extern bool FindKey(text *order_id, int32 batch_id, LedgerRow *m);
-extern bool LookUpKey(text *order_id, int32 batch_id, LedgerRow *m);
-extern void LockKey(text *order_id, int32 batch_id);
-extern void NewMovement(LedgerNew *n, text *order_id, int32 batch_id,
+extern bool MovementFindKey(text *order_id, int32 batch_id, LedgerRow *m);
+extern bool MovementLookUpKey(text *order_id, int32 batch_id, LedgerRow *m);
+extern void MovementLockKey(text *order_id, int32 batch_id);
+extern void MovementNew(LedgerNew *n, text *order_id, int32 batch_id,
 						InvKind kind, text *sku, int64 qty);
-extern void ReserveOne(text *sku, int64 qty, text *order_id, int32 batch_id,
+extern void MovementReserve(text *sku, int64 qty, text *order_id, int32 batch_id,
 					   TimestampTz expires_at, const int64 *expected_version,
 					   text *buyer_id, LedgerWriter *writer, Outcome *o);
-extern void ReserveAlone(text *sku, int64 qty, text *order_id, int32 batch_id,
+extern void MovementReserveAlone(text *sku, int64 qty, text *order_id, int32 batch_id,
 						 TimestampTz expires_at, const int64 *expected_version,
 						 text *buyer_id, Outcome *o);
-extern void SettleReservation(ReservationOp op, text *order_id, int32 batch_id,
+extern void MovementSettle(ReservationOp op, text *order_id, int32 batch_id,
 							  TimestampTz now, TimestampTz new_expires,
 							  Outcome *o);
 
-#endif							/* INVENTORY_API_H */
+#endif							/* INVENTORY_MOVEMENT_H */

@@ -16,7 +16,7 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
-#include "api/outcome.h"
+#include "movement/outcome.h"
 #include "shmem/express.h"
 #include "tables/catalog.h"
 #include "xact/pending.h"
@@ -166,7 +166,7 @@ OutcomeSetMovement(Outcome *o, const LedgerRow *m)
 }
 
 void
-KeyReuseError(text *order_id, int32 batch_id, const LedgerRow *m)
+OutcomeKeyReuseError(text *order_id, int32 batch_id, const LedgerRow *m)
 {
 	char	   *order = text_to_cstring(order_id);
 	char	   *sku = text_to_cstring(m->sku);
@@ -176,25 +176,36 @@ KeyReuseError(text *order_id, int32 batch_id, const LedgerRow *m)
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
 				 errmsg("key (order_id, batch_id)=(%s, %d) is already used by another movement",
 						order, batch_id),
-				 errdetail("The key belongs to a stocktake of sku \"%s\" to %lld units.",
-						   sku, (long long) m->counted),
+				 errdetail_plural("The key belongs to a stocktake of sku \"%s\" to %lld unit.",
+								  "The key belongs to a stocktake of sku \"%s\" to %lld units.",
+								  m->counted,
+								  sku, (long long) m->counted),
 				 errhint("Give each movement its own (order_id, batch_id).")));
 	if (m->buyer_id != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
 				 errmsg("key (order_id, batch_id)=(%s, %d) is already used by another movement",
 						order, batch_id),
-				 errdetail("The key belongs to a reservation of %lld units of sku \"%s\" for buyer \"%s\".",
-						   (long long) m->qty, sku, text_to_cstring(m->buyer_id)),
+				 errdetail_plural("The key belongs to a reservation of %lld unit of sku \"%s\" for buyer \"%s\".",
+								  "The key belongs to a reservation of %lld units of sku \"%s\" for buyer \"%s\".",
+								  m->qty,
+								  (long long) m->qty, sku, text_to_cstring(m->buyer_id)),
 				 errhint("Give each movement its own (order_id, batch_id).")));
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
 			 errmsg("key (order_id, batch_id)=(%s, %d) is already used by another movement",
 					order, batch_id),
-			 errdetail("The key belongs to a %s of %lld units of sku \"%s\".",
-					   m->kind == INV_KIND_RESERVE ? "reservation" :
-					   m->kind == INV_KIND_WITHDRAW ? "withdrawal" : "restock",
-					   (long long) m->qty, sku),
+			 m->kind == INV_KIND_RESERVE ?
+			 errdetail_plural("The key belongs to a reservation of %lld unit of sku \"%s\".",
+							  "The key belongs to a reservation of %lld units of sku \"%s\".",
+							  m->qty, (long long) m->qty, sku) :
+			 m->kind == INV_KIND_WITHDRAW ?
+			 errdetail_plural("The key belongs to a withdrawal of %lld unit of sku \"%s\".",
+							  "The key belongs to a withdrawal of %lld units of sku \"%s\".",
+							  m->qty, (long long) m->qty, sku) :
+			 errdetail_plural("The key belongs to a restock of %lld unit of sku \"%s\".",
+							  "The key belongs to a restock of %lld units of sku \"%s\".",
+							  m->qty, (long long) m->qty, sku),
 			 errhint("Give each movement its own (order_id, batch_id).")));
 }
 
@@ -220,7 +231,7 @@ OutcomeReplay(text *order_id, int32 batch_id, const LedgerRow *m,
 	 */
 	ExpressFlushCommitted();
 	if (m->kind != kind || !LedgerRowIsSku(m, sku) || other != qty || !same_buyer)
-		KeyReuseError(order_id, batch_id, m);
+		OutcomeKeyReuseError(order_id, batch_id, m);
 	OutcomeSetMovement(o, m);
 	o->ok = true;
 	o->status = INV_STATUS_DUPLICATE;
@@ -238,7 +249,7 @@ OutcomeInit(Outcome *o, text *sku, int64 qty)
 
 /* The status of an admission that did not succeed. */
 InvStatus
-RefusalStatus(InvAdmit admit)
+OutcomeRefusalStatus(InvAdmit admit)
 {
 	switch (admit)
 	{

@@ -64,7 +64,7 @@ extern void OutcomeReplay(text *order_id, int32 batch_id, const LedgerRow *m,
 						  InvKind kind, text *sku, int64 qty, text *buyer_id,
 						  Outcome *o);
 extern void OutcomeSettled(ReservationOp op, InvState state, Outcome *o);
-extern InvStatus RefusalStatus(InvAdmit admit);
-extern void KeyReuseError(text *order_id, int32 batch_id, const LedgerRow *m);
+extern InvStatus OutcomeRefusalStatus(InvAdmit admit);
+extern void OutcomeKeyReuseError(text *order_id, int32 batch_id, const LedgerRow *m);
 
 #endif							/* INVENTORY_OUTCOME_H */

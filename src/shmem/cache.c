@@ -89,8 +89,8 @@
 #include "shmem/pool.h"
 #include "tables/catalog.h"
 #include "tables/ledger_table.h"
-#include "tables/sandbox.h"
 #include "tables/restore_state.h"
+#include "tables/sandbox.h"
 
 InvShared  *inv_cache = NULL;
 HTAB	   *inv_cache_hash = NULL;

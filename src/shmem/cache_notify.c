@@ -82,10 +82,12 @@ CheckStockNotifications(bool *newval, void **extra, GucSource source)
 		if (IsTransactionState() && OidIsValid(GetSessionUserId()))
 			role = GetUserNameFromId(GetSessionUserId(), true);
 		role = role ? pstrdup(quote_identifier(role)) : "...";
-		GUC_check_errhint("Remove it from the role (ALTER ROLE %s%s%s RESET inventory.stock_notifications) and set it for the database: ALTER DATABASE %s SET inventory.stock_notifications = %s.",
-						  role, source == PGC_S_DATABASE_USER ? " IN DATABASE " : "",
-						  source == PGC_S_DATABASE_USER ? dbname : "",
-						  dbname, *newval ? "on" : "off");
+		if (source == PGC_S_DATABASE_USER)
+			GUC_check_errhint("Remove it from the role (ALTER ROLE %s IN DATABASE %s RESET inventory.stock_notifications) and set it for the database: ALTER DATABASE %s SET inventory.stock_notifications = %s.",
+							  role, dbname, dbname, *newval ? "on" : "off");
+		else
+			GUC_check_errhint("Remove it from the role (ALTER ROLE %s RESET inventory.stock_notifications) and set it for the database: ALTER DATABASE %s SET inventory.stock_notifications = %s.",
+							  role, dbname, *newval ? "on" : "off");
 	}
 	else
 		GUC_check_errhint("Set it for the database: ALTER DATABASE %s SET inventory.stock_notifications = %s.",

@@ -76,7 +76,9 @@ CacheBeginRestore(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("cannot restore while other transactions change inventory in this database"),
-				 errdetail("%d SKUs have changes in flight.", busy),
+				 errdetail_plural("%d SKU has changes in flight.",
+								  "%d SKUs have changes in flight.",
+								  busy, busy),
 				 errhint("Restore into a database where nothing is being sold, or retry.")));
 	if (slot < 0)
 		ereport(ERROR,

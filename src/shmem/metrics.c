@@ -239,7 +239,9 @@ FoldSlot(int code, Datum arg)
 	if (entry == NULL)
 		ereport(LOG,
 				(errmsg("inventory: the counters of this session were not kept"),
-				 errdetail("All %d entries for databases are taken.", inv_max_databases),
+				 errdetail_plural("The %d entry for databases is taken.",
+								  "All %d entries for databases are taken.",
+								  inv_max_databases, inv_max_databases),
 				 errhint("Read inventory.call_stats to let go of dropped databases' counters, or raise inventory.max_databases.")));
 }
 

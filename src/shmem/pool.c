@@ -473,7 +473,9 @@ PoolCheckRoom(void)
 	if (!mine && known >= inv_max_databases)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("inventory serves at most %d databases", inv_max_databases),
+				 errmsg_plural("inventory serves at most %d database",
+							   "inventory serves at most %d databases",
+							   inv_max_databases, inv_max_databases),
 				 errdetail("Its background workers already serve that many databases with the extension."),
 				 errhint("Raise inventory.max_databases and restart the server.")));
 }

@@ -2,11 +2,12 @@
  * sandbox.c
  *	  What runs in this backend now.
  *
- * Two backend-local flags: an ask of an application's reconciler (the
+ * Three backend-local flags: an ask of an application's reconciler (the
  * cache, the trigger and the hooks of enforce/ask_fence.c refuse the
- * inventory API and the inventory tables while it runs), and the one
- * UPDATE that may confirm a reservation past its expires_at (the trigger
- * allows it then only).
+ * inventory API and the inventory tables while it runs), the one UPDATE
+ * that may confirm a reservation past its expires_at (the trigger allows
+ * it then only), and a fold (maintenance/fold.c: the trigger lets only a
+ * fold mark rows folded and move their effect into the base rows).
  */
 #include "postgres.h"
 
@@ -14,6 +15,7 @@
 
 bool		inv_asking = false;
 static bool late_confirm = false;
+static bool folding = false;
 
 void
 SandboxSetAsking(bool asking)
@@ -31,8 +33,21 @@ SandboxRefusal(void)
 			 errhint("Read the application's own tables only.")));
 }
 
+/* Is this backend folding now? */
 bool
-LateConfirmAllowed(void)
+SandboxFolding(void)
+{
+	return folding;
+}
+
+void
+SandboxSetFolding(bool on)
+{
+	folding = on;
+}
+
+bool
+SandboxLateConfirmAllowed(void)
 {
 	return late_confirm;
 }
@@ -43,7 +58,7 @@ LateConfirmAllowed(void)
  * reconciler is set.  The rows processed.
  */
 uint64
-RunLateConfirm(InvStmt *stmt, Datum *values)
+SandboxRunLateConfirm(InvStmt *stmt, Datum *values)
 {
 	volatile uint64 n = 0;
 

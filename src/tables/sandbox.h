@@ -1,8 +1,8 @@
 /*
  * sandbox.h
  *	  What runs in this backend now: the code of an application's
- *	  reconciler, which may not touch the extension, or the one UPDATE that
- *	  may confirm a reservation past its expires_at.
+ *	  reconciler, which may not touch the extension, the one UPDATE that
+ *	  may confirm a reservation past its expires_at, or a fold.
  */
 #ifndef INVENTORY_SANDBOX_H
 #define INVENTORY_SANDBOX_H
@@ -29,7 +29,9 @@ SandboxRefuse(void)
 		SandboxRefusal();
 }
 
-extern bool LateConfirmAllowed(void);
-extern uint64 RunLateConfirm(InvStmt *stmt, Datum *values);
+extern bool SandboxLateConfirmAllowed(void);
+extern void SandboxSetFolding(bool on);
+extern bool SandboxFolding(void);
+extern uint64 SandboxRunLateConfirm(InvStmt *stmt, Datum *values);
 
 #endif							/* INVENTORY_SANDBOX_H */

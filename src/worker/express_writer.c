@@ -47,8 +47,8 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "api/express_batch.h"
 #include "fault.h"
+#include "movement/express_batch.h"
 #include "shmem/express.h"
 #include "tables/ledger_table.h"
 #include "worker/express_writer.h"
@@ -230,13 +230,24 @@ WriteBatch(MemoryContext cxt)
 		MemoryContextSwitchTo(cxt);
 
 		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || current < 0)
-			ereport(LOG,
-					(errcode(edata->sqlerrcode),
-					 errmsg("the express writer could not write a batch: %s", edata->message),
-					 current >= 0 ?
-					 errdetail("The reservation of order \"%s\" failed alone; the others of its batch are written again.",
-							   ExpressItemOf(batch[current])->order_id) :
-					 errdetail("Every reservation of the batch failed.")));
+		{
+			/* the error as it was raised, and what became of the batch */
+			if (current >= 0)
+				ereport(LOG,
+						(errcode(edata->sqlerrcode),
+						 errmsg_internal("%s", edata->message),
+						 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+						 edata->hint ? errhint("%s", edata->hint) : 0,
+						 errcontext("express writer, the reservation of order \"%s\": it fails alone, and the others of its batch are written again",
+									ExpressItemOf(batch[current])->order_id)));
+			else
+				ereport(LOG,
+						(errcode(edata->sqlerrcode),
+						 errmsg_internal("%s", edata->message),
+						 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+						 edata->hint ? errhint("%s", edata->hint) : 0,
+						 errcontext("express writer, a whole batch: each of its reservations fails")));
+		}
 		if (current >= 0)
 		{
 			ReplyFailed(batch[current], edata);

@@ -26,7 +26,7 @@
  * visit, and no verify, since nothing there changes.
  * In a database with a reconciler (inventory.set_reconciler()), the first
  * transaction asks it about each overdue order before settling it as it
- * answers (tables/reconcile.c).
+ * answers (maintenance/reconcile.c).
  * While a restore of its database is under way or stands incomplete, it
  * leaves the database alone.  When the extension is not in its database,
  * it says so and leaves.
@@ -52,18 +52,19 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "api/verify.h"
 #include "inventory.h"
+#include "maintenance/expire.h"
+#include "maintenance/fold.h"
+#include "maintenance/reconcile.h"
+#include "maintenance/verify.h"
 #include "shmem/cache.h"
 #include "shmem/cache_notify.h"
 #include "shmem/cache_restore.h"
 #include "shmem/cache_stats.h"
 #include "shmem/keyfilter.h"
 #include "shmem/pool.h"
-#include "worker/worker.h"
-#include "maintenance/reconcile.h"
-#include "tables/maintenance.h"
 #include "tables/stmt.h"
+#include "worker/worker.h"
 
 /* the channel of LISTEN inventory_stock */
 #define INV_STOCK_CHANNEL	"inventory_stock"
@@ -413,7 +414,7 @@ WorkerRound(void)
 	if (more)
 		next = 0;
 	else
-		next = ExpiryNextDue();
+		next = ExpireNextDue();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	WorkerNotify(false);
@@ -458,8 +459,10 @@ WorkerVerify(void)
 	if (v.differences > 0)
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("the inventory cache of database \"%s\" differs from its tables in %lld places",
-						get_database_name(MyDatabaseId), (long long) v.differences),
+				 errmsg_plural("the inventory cache of database \"%s\" differs from its tables in %lld place",
+							   "the inventory cache of database \"%s\" differs from its tables in %lld places",
+							   v.differences,
+							   get_database_name(MyDatabaseId), (long long) v.differences),
 				 errhint("Run SELECT * FROM inventory.verify() in that database to see them.")));
 	PopActiveSnapshot();
 	CommitTransactionCommand();

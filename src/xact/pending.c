@@ -442,9 +442,10 @@ RaiseInsufficient(const InvKey *key, int64 need, const InvView *view)
 	ereport(ERROR,
 			(errcode(ERRCODE_CHECK_VIOLATION),
 			 errmsg("not enough stock of sku \"%s\"", key->sku),
-			 errdetail("The change takes %lld units out of available, which has %lld.",
-					   (long long) need,
-					   (long long) InvViewAvailable(view))));
+			 errdetail_plural("The change takes %lld unit out of available, which has %lld.",
+							  "The change takes %lld units out of available, which has %lld.",
+							  need, (long long) need,
+							  (long long) InvViewAvailable(view))));
 }
 
 /*

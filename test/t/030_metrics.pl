@@ -129,7 +129,7 @@ ok( wait_until(30, sub {
 			as_monitor($node, 'shop', "SELECT drift FROM inventory.verify_status WHERE datname = 'shop'") eq '1';
 	}),
 	'a later background verify found the difference');
-ok($node->wait_for_log(qr/WARNING:  the inventory cache of database "shop" differs from its tables in 1 places/, $offset),
+ok($node->wait_for_log(qr/WARNING:  the inventory cache of database "shop" differs from its tables in 1 place\b/, $offset),
 	'and logged it');
 is(as_admin($node, 'shop', "SELECT what, cached, truth FROM inventory.verify('30 s')"),
 	'on_hand|5|12', "inventory.verify('30 s') shows it");
