@@ -19,6 +19,7 @@
 #include "utils/builtins.h"
 
 #include "enforce/rules.h"
+#include "fault.h"
 #include "movement/express_batch.h"
 #include "movement/movement.h"
 #include "shmem/cache.h"
@@ -95,6 +96,8 @@ ExpressWriteItem(const ExpressItem *it, LedgerWriter *writer,
 		}
 	}
 
+	/* the window between the read of the key's index and the insert */
+	INV_FAULT_PARK("express-writer-before-insert");
 	CacheMakeKey(&key, it->sku, it->sku_len);
 	PendingAdopt(&key, it->qty);
 	MovementNew(&n, order_id, it->batch_id, INV_KIND_RESERVE, sku, it->qty);

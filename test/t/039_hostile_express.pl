@@ -29,7 +29,11 @@
 #       served by the writer; callers of that key wait in their own
 #       backends and end on statement_timeout, cancel, terminate and a
 #       dropped client; pg_terminate_backend() ends the writer; the same
-#       for a buyer's lock held by a hand INSERT;
+#       for a buyer's lock held by a hand INSERT; and with the writer parked
+#       between its read of the key's index and its insert
+#       (inventory.inject_fault 'express-writer-before-insert'), alice's
+#       INSERT in that window: the writer's lock_timeout sends the item
+#       back, the caller waits for her cancellably, the writer goes on;
 #   double give-back: inventory.inject_fault 'express-flush' and
 #       'express-after-start' -- the caller gets the error, the hold is
 #       given back once, the writer it started writes its item;
@@ -49,7 +53,7 @@
 #   the router: confirm() and reserve_now() of one key in one statement,
 #       and a node's caller stuck behind a hand INSERT, through the router
 #       with statement_timeout.
-# The double give-back and E3 need a build with fault injection (make
+# E2's window, the double give-back and E3 need a build with fault injection (make
 # INVENTORY_FAULTS=1, as scripts/test.sh builds); they are skipped in
 # another.
 use strict;
@@ -722,6 +726,65 @@ INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, buyer_id) VALU
 	$hand->quit;
 }
 nothing_lost('E2');
+
+# ==== E2, its window: a hand INSERT between the writer's read and its insert =======
+# The writer parks (inventory.inject_fault 'express-writer-before-insert')
+# after its dirty read of the key's index found nothing in flight; alice
+# inserts the key by hand and leaves her transaction open; released, the
+# writer's insert meets her row in the unique check.  Its lock_timeout
+# ends that wait: the item goes back to its caller, which waits for
+# alice in its own backend, cancellably, while the writer serves the
+# other keys.  Without the bound, the writer waited for alice, and every
+# express caller of the database with it.
+SKIP:
+{
+	skip $NO_FAULTS, 1 unless $FAULTS;
+	as($SU, q{CREATE SCHEMA test_fault;
+CREATE FUNCTION test_fault.parked() RETURNS integer AS 'inventory', 'inventory_fault_parked' LANGUAGE C;
+CREATE FUNCTION test_fault.release() RETURNS void AS 'inventory', 'inventory_fault_release' LANGUAGE C});
+	my $parked = sub { as($SU, 'SELECT test_fault.parked()') eq '1' };
+	ensure_writer();
+	my $w = writer_pid();
+	as($SU, q{ALTER SYSTEM SET inventory.inject_fault = 'express-writer-before-insert'; SELECT pg_reload_conf()});
+	# a call the writer answers before it has read the setting is let be
+	my ($c, $key, $n) = (undef, undef, 0);
+	ok(wait_until($DEADLINE, sub {
+		$key = 'e2w-' . ++$n;
+		$c = start_call('app', $key, "SELECT inventory.reserve_now('A', 1, '$key');");
+		wait_until($DEADLINE, sub { $parked->() || done($c) });
+		return 1 if $parked->();
+		told($key, 'A', 1, answer($c));
+		return 0;
+	}), 'E2 window: the writer parks between its read of the key index and its insert');
+
+	my $hand = session('alice');
+	my (undef, $err) = in_session($hand, qq{BEGIN;
+INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty) VALUES ('$key', 1, 'reserve', 'A', 1)});
+	die "hand INSERT: $err" if $err ne '';
+	as($SU, q{ALTER SYSTEM RESET inventory.inject_fault; SELECT pg_reload_conf()});
+	as($SU, 'SELECT test_fault.release()');
+
+	my $event = '';
+	ok(wait_until($DEADLINE, sub { ($event = wait_of($key)) eq 'Lock:transactionid' }),
+		"E2 window: released, the caller waits for alice's transaction in its own backend ($event)");
+	my $fb = fallbacks();
+	my $t = time;
+	is(now_call('e2w-other'), 'ok', 'E2 window: meanwhile a caller of another key is ok');
+	cmp_ok(time - $t, '<', $BOUND, sprintf('E2 window: in %.2f s', time - $t));
+	is(fallbacks() - $fb, 0, 'E2 window: written by the writer, not in its own transaction');
+	is(writer_pid(), $w, 'E2 window: by the same writer, which never waited for alice');
+
+	my $pid = pid_of($key);
+	$t = time;
+	as($SU, "SELECT pg_cancel_backend($pid)");
+	like(answer($c), qr/canceling statement due to user request/, "E2 window: pg_cancel_backend() ends the caller waiting for alice");
+	cmp_ok($c->{t_end} - $t, '<', $BOUND, sprintf('E2 window: in %.2f s', $c->{t_end} - $t));
+	in_session($hand, 'ROLLBACK');
+	$hand->quit;
+	is(now_call($key), 'ok', "E2 window: once alice's INSERT is rolled back, the key is ok");
+	as($SU, 'DROP SCHEMA test_fault CASCADE');
+}
+nothing_lost('E2 window');
 
 # ==== the caller's hold given back twice: faults injected ==========================
 SKIP:
