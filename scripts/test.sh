@@ -58,8 +58,12 @@ suite "pgTAP"
 inv_as_pg make -C "$WORK/tree" installcheck-pgtap >"$WORK/pgtap.log" 2>&1
 run_tap_log "$WORK/pgtap.log" $? pg_prove
 
+# three files at a time: most of a TAP file's time is spent waiting (a
+# server starting, a crash, a timeout), and each has its own servers on
+# ports of their own; prove prints each file's output whole when the file
+# ends, since its output is not a terminal
 suite "TAP"
-inv_as_pg make -C "$WORK/tree" installcheck-tap PROVE_FLAGS=--verbose >"$WORK/tap.log" 2>&1
+inv_as_pg make -C "$WORK/tree" installcheck-tap PROVE_FLAGS="--verbose --jobs ${INVENTORY_TAP_JOBS:-3}" >"$WORK/tap.log" 2>&1
 run_tap_log "$WORK/tap.log" $?
 
 suite "drivers: psycopg"
