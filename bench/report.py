@@ -36,7 +36,8 @@ The data (format 1), one JSON object:
                 (uname -srm), os, postgres (postgres --version), redis
                 (redis-server --version, or null), fdatasync_per_s (the
                 fdatasync rate that pg_test_fsync measured on the cluster's
-                file system), fsync_test_s (its -s)
+                file system), fsync_test_s (its -s; 0: not
+                measured, as in a smoke run)
   settings      smoke (true for --smoke), duration_s, warmup_s (0: none),
                 clients [numbers], cases [ids selected], all_cases [every
                 id, in run.sh's order], rounds, round_cases [ids run in
@@ -522,9 +523,13 @@ def report(run, pictures, stem):
         parts.append(mach["cpu_model"])
     what = ", ".join(parts)
     system = "; ".join(x for x in (mach.get("os"), mach.get("kernel")) if x)
+    if mach.get("fsync_test_s") == 0:
+        fsync = " fdatasync not measured (a smoke run)."
+    else:
+        fsync = (f" fdatasync {fmt(mach.get('fdatasync_per_s'))} ops/s"
+                 f" (`pg_test_fsync -s {mach.get('fsync_test_s', '?')}` on the cluster's file system).")
     add(f"Machine: {what}{'; ' + system if system else ''}; {mach.get('postgres', 'PostgreSQL ?')};"
-        f" fdatasync {fmt(mach.get('fdatasync_per_s'))} ops/s"
-        f" (`pg_test_fsync -s {mach.get('fsync_test_s', '?')}` on the cluster's file system).")
+        + fsync)
     add("")
     warm = s.get("warmup_s") or 0
     add(f"Each run: pgbench {s.get('pgbench', '-M prepared -j 2')}, {s.get('duration_s')} s"

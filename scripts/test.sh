@@ -11,7 +11,7 @@
 #   TAP tests          test/t/*.pl                   (prove; crash, restart, failover, dump, router...)
 #   drivers            test/drivers/                 (psycopg 3 and node-postgres, as applications call)
 #   benchmark smoke    bench/run.sh --smoke          (every case runs and checks its counts)
-#   demo smoke         scripts/demo.sh --smoke       (the three ways run; the two safe ones never oversell)
+#   demo smoke         scripts/demo.sh --smoke       (the four ways run; the three safe ones never oversell)
 #                      scripts/demo.sh --smoke --nodes 4  (through a router, the SKU split over 4 nodes)
 #
 # Installs what is missing (as root), builds and installs the extension, and
