@@ -38,7 +38,8 @@ The data (format 1), one JSON object:
                 fdatasync rate that pg_test_fsync measured on the cluster's
                 file system), fsync_test_s (its -s; 0: not
                 measured, as in a smoke run)
-  settings      smoke (true for --smoke), duration_s, warmup_s (0: none),
+  settings      smoke (true for --smoke), duration_s, transactions_per_client
+                (a smoke run's length of a run, or null), warmup_s (0: none),
                 clients [numbers], cases [ids selected], all_cases [every
                 id, in run.sh's order], rounds, round_cases [ids run in
                 rounds], target_clients (the client count of the targets and
@@ -532,7 +533,9 @@ def report(run, pictures, stem):
         + fsync)
     add("")
     warm = s.get("warmup_s") or 0
-    add(f"Each run: pgbench {s.get('pgbench', '-M prepared -j 2')}, {s.get('duration_s')} s"
+    length = (f"{s['transactions_per_client']} transactions per client"
+              if s.get("transactions_per_client") else f"{s.get('duration_s')} s")
+    add(f"Each run: pgbench {s.get('pgbench', '-M prepared -j 2')}, {length}"
         + (f" after a {warm} s warm-up" if warm > 0 else ", no warm-up")
         + f", on one scratch cluster with the server defaults (synchronous_commit ="
         f" {s.get('synchronous_commit', '?')}, fsync = {s.get('fsync', '?')}), plus"

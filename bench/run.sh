@@ -8,9 +8,10 @@
 #
 #   (default)   every case at 1, 8, 32 and 64 clients, 15 s per run after a
 #               3 s warm-up, then 3 rounds; takes about 38 minutes on 2 cores.
-#   --smoke     every case for ~1 s at 8 clients, small data, no fsync
-#               measurement; checks that each case produces a number and
-#               its counts (targets not enforced).  About a minute.
+#   --smoke     every case for 150 transactions per client at 8 clients
+#               (or --duration seconds), small data, no fsync measurement;
+#               checks that each case produces a number and its counts
+#               (targets not enforced).  About a minute.
 #   --duration  seconds per measured run.
 #   --clients   the client counts, in quotes.
 #   --cases     only these cases, in quotes (default: all); a target is
@@ -125,7 +126,11 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
+# a smoke run counts transactions rather than seconds: SMOKE_TX per client
+# and run, unless --duration says otherwise
+SMOKE_TX=0
 if [ "$SMOKE" -eq 1 ]; then
+	[ -z "$DURATION" ] && SMOKE_TX=150
 	: "${DURATION:=1}" "${CLIENTS:=8}" "${ROUNDS:=1}"
 	WARMUP=0 NSKUS=1000 BACKLOG=2000 SETTLED=10000 FSYNC_SECS=0 LOAD_ROUNDS=1 NOTIFY_FLIPS=5
 	NOTIFY_BACKLOG=300000
@@ -138,6 +143,9 @@ else
 fi
 DATA=${OUT%.md}.json
 [[ $DURATION =~ ^[1-9][0-9]*$ ]] || inv_die "--duration takes a whole number of seconds"
+# what a measured run lasts: DURATION seconds, or SMOKE_TX transactions
+MEASURE=$DURATION
+[ "$SMOKE_TX" -gt 0 ] && MEASURE=t$SMOKE_TX
 [[ $ROUNDS =~ ^[0-9]+$ ]] || inv_die "--rounds takes a whole number"
 for c in $CLIENTS; do [[ $c =~ ^[1-9][0-9]*$ ]] || inv_die "--clients takes numbers"; done
 [ -n "${CASES// /}" ] || inv_die "--cases takes case ids: $ALL_CASES"
@@ -373,7 +381,7 @@ fi
 RCASES=()
 for id in 1 1k 5 2b 2d 2e 4 4n 13 13s; do want "$id" && RCASES+=("$id"); done
 record settings smoke:="$([ "$SMOKE" -eq 1 ] && echo true || echo false)" \
-	duration_s:="$DURATION" warmup_s:="$WARMUP" clients[]:="$CLIENTS" cases[]="$CASES" \
+	duration_s:="$DURATION" transactions_per_client:="$([ "$SMOKE_TX" -gt 0 ] && echo "$SMOKE_TX")" warmup_s:="$WARMUP" clients[]:="$CLIENTS" cases[]="$CASES" \
 	all_cases[]="$ALL_CASES" rounds:="$ROUNDS" round_cases[]="${RCASES[*]}" \
 	target_clients:="$TC" pgbench="-M prepared -j 2" \
 	synchronous_commit="$(sql "SHOW synchronous_commit")" fsync="$(sql "SHOW fsync")" \
@@ -391,17 +399,20 @@ chmod -R a+rX "$DIR/sql"
 PROCESSED=0          # transactions of the last run_case, warm-ups included
 
 # pgbench_once CLIENTS SECONDS LOG SCRIPT [PGBENCH ARGS...]: one run as the
-# postgres user; fails on an aborted client or a failed transaction.
+# postgres user (SECONDS tN: N transactions per client instead); fails on
+# an aborted client or a failed transaction.
 # With PGB_LAT=1, pgbench also logs every transaction's latency, next to
 # LOG, for percentiles().
 pgbench_once() {
-	local c=$1 t=$2 log=$3 script=$4 lat=()
+	local c=$1 t=$2 log=$3 script=$4 lat=() len
 	shift 4
+	len=(-T "$t")
+	[[ $t == t* ]] && len=(-t "${t#t}")
 	if [ "${PGB_LAT:-0}" -eq 1 ]; then
 		rm -f "$log".lat.*
 		lat=(-l --log-prefix="$log.lat")
 	fi
-	(cd "$DIR" && inv_as_pg pgbench -n -M prepared -j 2 -c "$c" -T "$t" "${lat[@]}" \
+	(cd "$DIR" && inv_as_pg pgbench -n -M prepared -j 2 -c "$c" "${len[@]}" "${lat[@]}" \
 		-f "$DIR/sql/$script" "$@" "${PGB_DB:-bench}") >"$log" 2>&1 &&
 		grep -q '^tps = ' "$log" && ! grep -qE '^number of failed transactions: [1-9]' "$log"
 }
@@ -442,7 +453,7 @@ run_case() {
 			warm=$(processed "$log.warm")
 			PROCESSED=$((PROCESSED + warm))
 		fi
-		if ! pgbench_once "$c" "$DURATION" "$log" "$script" "$@"; then
+		if ! pgbench_once "$c" "$MEASURE" "$log" "$script" "$@"; then
 			record measurement case="$id" clients:="$c" status=failed detail="$(failed "$log")"
 			continue
 		fi
@@ -812,7 +823,7 @@ for r in $(seq "$ROUNDS"); do
 		db=bench
 		[ "$id" = 4n ] && db=$NOTIFY_DB
 		# shellcheck disable=SC2086
-		if PGB_DB=$db pgbench_once "$TC" "$DURATION" "$log" ${RARGS[$id]}; then
+		if PGB_DB=$db pgbench_once "$TC" "$MEASURE" "$log" ${RARGS[$id]}; then
 			record round round:="$r" case="$id" clients:="$TC" status=ok tps:="$(tps "$log")" \
 				latency_ms:="$(latency "$log")" transactions:="$(processed "$log")"
 		else
