@@ -99,7 +99,7 @@ CheckOwnCommit(void)
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
 				 errmsg("inventory.reserve_now() cannot run inside a transaction block"),
 				 errdetail("It commits on its own, together with other callers' reservations, whatever the transaction around it does."),
-				 errhint("Use inventory.reserve(), which commits with the transaction around it.")));
+				 errhint("Call it outside the transaction, in autocommit (psycopg: connection.autocommit = True; node-postgres and psql: without BEGIN), or use inventory.reserve(), which commits with the transaction around it.")));
 	/* as PreventInTransactionBlock(): a pipeline is an implicit block */
 	if (MyXactFlags & XACT_FLAGS_PIPELINING)
 		ereport(ERROR,

@@ -378,8 +378,8 @@ def reserve_now_section(conn, adm, mon, available):
     ok(e is not None and e.diag.sqlstate == "25001"
        and e.diag.message_primary == "inventory.reserve_now() cannot run inside a transaction block",
        "in a psycopg transaction (autocommit off): ActiveSqlTransaction, 25001")
-    is_(e and e.diag.message_hint, "Use inventory.reserve(), which commits with the transaction around it.",
-        "with the hint to use reserve()")
+    is_(e and e.diag.message_hint, "Call it outside the transaction, in autocommit (psycopg: connection.autocommit = True; node-postgres and psql: without BEGIN), or use inventory.reserve(), which commits with the transaction around it.",
+        "with the hint to use autocommit, or reserve()")
     ok(raises(errors.InFailedSqlTransaction, lambda: tx.execute("SELECT 1")) is not None,
        "the transaction is aborted (25P02) until rollback")
     tx.rollback()

@@ -735,7 +735,7 @@ async function run(client, admin, monitor, pool) {
         ['node-NOW2', 1, 'node-now-tx']);
       assert.equal(err.code, '25001');
       assert.equal(err.message, 'inventory.reserve_now() cannot run inside a transaction block');
-      assert.equal(err.hint, 'Use inventory.reserve(), which commits with the transaction around it.');
+      assert.equal(err.hint, 'Call it outside the transaction, in autocommit (psycopg: connection.autocommit = True; node-postgres and psql: without BEGIN), or use inventory.reserve(), which commits with the transaction around it.');
       assert.equal((await expectError(client, 'SELECT 1')).code, '25P02');
     } finally {
       await client.query('ROLLBACK');
