@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Check that every metric the dashboard and the alert rules use is exported.
 
-    check_dashboard.py SCRAPE [--dashboard FILE] [--rules FILE]...
+    check_dashboard.py SCRAPE [--require-all] [--optional PREFIX]...
+                       [--dashboard FILE] [--rules FILE]...
     check_dashboard.py --list [--dashboard FILE] [--rules FILE]...
 
 SCRAPE is a file of the exporter's /metrics text (curl -s
@@ -9,9 +10,17 @@ http://HOST:9187/metrics > scrape.txt). The metric names are taken from
 every PromQL expression of the Grafana dashboard (its panels' targets and
 its template variables' queries) and of the alert rules (each rule's
 expr); a name a recording rule of those files defines counts as present.
-Exit status: 0 when every name is in the scrape, 1 when some are not (they
-are listed, with where each is used), 2 on bad usage or an unreadable file.
---list prints the names used, one a line, and reads no scrape.
+Some series exist only at times, and a healthy server may have none of
+them: the replication slots' (no slot), the express writers' (no writer
+running), the hot SKUs' (nothing cached yet), the next due work's
+(nothing due). Their absence is listed and is not a failure;
+--optional PREFIX adds a prefix of names to them (say, a router's
+series), --require-all makes every name required (a scrape of a server
+that is selling, with a slot).
+Exit status: 0 when every required name is in the scrape, 1 when some are
+not (they are listed, with where each is used), 2 on bad usage or an
+unreadable file: a deployment can gate on it. --list prints the names
+used, one a line, and reads no scrape.
 
 Python 3 standard library only. The defaults are the files beside this
 script: grafana/inventory.json and prometheus/inventory.rules.yml.
@@ -26,6 +35,15 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DASHBOARD = os.path.join(HERE, "grafana", "inventory.json")
 DEFAULT_RULES = os.path.join(HERE, "prometheus", "inventory.rules.yml")
+
+# Series a healthy server may not have, by name prefix, and why.
+OPTIONAL = {
+    "inventory_replication_slot_": "no replication slot",
+    "inventory_express_": "no express writer running",
+    "inventory_hot_sku_": "no SKU cached yet",
+    "inventory_worker_next_due_": "no work due",
+}
+ALWAYS = {"inventory_express_fallbacks_total"}
 
 # Words of PromQL that look like names but are not metrics.
 KEYWORDS = {
@@ -205,6 +223,10 @@ def main():
     ap.add_argument("--dashboard", action="append", help="Grafana dashboard JSON (default: %(default)s)")
     ap.add_argument("--rules", action="append", help="Prometheus rules file")
     ap.add_argument("--list", action="store_true", help="print the metric names used, and stop")
+    ap.add_argument("--optional", action="append", default=[], metavar="PREFIX",
+                    help="names with this prefix may be absent (besides the built-in ones)")
+    ap.add_argument("--require-all", action="store_true",
+                    help="every name is required, the built-in optional ones too")
     args = ap.parse_args()
     dashboards = args.dashboard or [DEFAULT_DASHBOARD]
     rules = args.rules or [DEFAULT_RULES]
@@ -230,13 +252,31 @@ def main():
         print("check_dashboard: %s" % e, file=sys.stderr)
         return 2
 
-    missing = sorted(n for n in uses if n not in exported and n not in recorded)
+    optional = {} if args.require_all else dict(OPTIONAL)
+    for prefix in args.optional:
+        optional[prefix] = "--optional %s" % prefix
+
+    def why_optional(name):
+        if name in ALWAYS and not any(name.startswith(p) for p in args.optional):
+            return None
+        for prefix, why in optional.items():
+            if name.startswith(prefix):
+                return why
+        return None
+
+    absent = sorted(n for n in uses if n not in exported and n not in recorded)
+    missing = [n for n in absent if why_optional(n) is None]
+    allowed = [n for n in absent if why_optional(n) is not None]
+    if allowed:
+        print("%d of %d metric names used are absent and optional:" % (len(allowed), len(uses)))
+        for n in allowed:
+            print("  %s  (%s)" % (n, why_optional(n)))
     if missing:
         print("%d of %d metric names used are not in %s:" % (len(missing), len(uses), args.scrape))
         for n in missing:
             print("  %s  (%s)" % (n, "; ".join(sorted(set(uses[n])))))
         return 1
-    print("all %d metric names used are in %s" % (len(uses), args.scrape))
+    print("all %d required metric names used are in %s" % (len(uses) - len(allowed), args.scrape))
     return 0
 
 

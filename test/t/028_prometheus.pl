@@ -527,6 +527,22 @@ IPC::Run::run([ 'python3', $checker, "$scrape_file.partial" ], '>', \$out, '2>',
 is($? >> 8, 1, 'check_dashboard.py fails on a scrape without inventory_verify_drift');
 like($out, qr/^\s+inventory_verify_drift\s/m, 'and names it');
 
+# a healthy server without a replication slot, nothing cached and no
+# writer: those series are absent, and optional unless --require-all
+open $f, '>', "$scrape_file.quiet" or die $!;
+print $f join("\n", grep { !/^inventory_(replication_slot|hot_sku|express)_/ || /^inventory_express_fallbacks_total\b/ } split /\n/, $text3), "\n";
+close $f;
+IPC::Run::run([ 'python3', $checker, "$scrape_file.quiet" ], '>', \$out, '2>', \$err);
+is($? >> 8, 0, 'check_dashboard.py passes a scrape without slots, hot SKUs and writers')
+  or diag("$out$err");
+like($out, qr/^\s+inventory_replication_slot_retained_bytes\s+\(no replication slot\)/m,
+	'and lists what is absent and optional');
+IPC::Run::run([ 'python3', $checker, '--require-all', "$scrape_file.quiet" ], '>', \$out, '2>', \$err);
+is($? >> 8, 1, 'with --require-all it fails on that scrape');
+like($out, qr/^\s+inventory_hot_sku_sold_total\s/m, 'and names the absent series');
+IPC::Run::run([ 'python3', $checker, '--optional', 'inventory_verify_', "$scrape_file.partial" ], '>', \$out, '2>', \$err);
+is($? >> 8, 0, '--optional inventory_verify_ lets inventory_verify_drift be absent');
+
 SKIP:
 {
 	my ($promtool) = grep { -x "$_/promtool" } split /:/, $ENV{PATH};
