@@ -274,6 +274,7 @@ inventory_reserve_cart(PG_FUNCTION_ARGS)
 
 			OutcomeInit(&o, skus[i], qtys[i]);
 			o.status = g[group[i]].refused ? g[group[i]].status : INV_STATUS_CART_REFUSED;
+			o.takeable_only = true;
 			OutcomeSetCounters(&o, &g[group[i]].view);
 			OutcomePut(&set, &o);
 		}

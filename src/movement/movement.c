@@ -171,6 +171,7 @@ MovementReserve(text *sku, int64 qty, text *order_id, int32 batch_id,
 				PendingDropUnbound(&key);
 				PendingUnpinSince(&key, mark);
 				o->status = INV_STATUS_LIMIT_EXCEEDED;
+				o->takeable_only = true;
 				OutcomeReadCounters(o);
 				return;
 			}
@@ -213,6 +214,7 @@ MovementReserve(text *sku, int64 qty, text *order_id, int32 batch_id,
 		}
 	}
 	o->status = OutcomeRefusalStatus(admit);
+	o->takeable_only = true;
 }
 
 /* One reservation on its own, in the caller's transaction: MovementReserve(). */

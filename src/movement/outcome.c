@@ -60,13 +60,16 @@ OutcomeDesc(void)
  * meanwhile -- the live count at the call, which has every hold of every
  * transaction taken out, plus what this transaction adds, which counts for
  * others only at its commit.  So a restock answers with its units on sale.
+ * A refused reserve answers what a reserve can take now, the live count:
+ * the units its own transaction adds are not on sale to it before they
+ * commit, and an answer counting them would contradict the refusal.
  */
 static int64
 OutcomeAvailable(const Outcome *o)
 {
 	int64		available;
 
-	if (o->sku == NULL ||
+	if (o->sku == NULL || o->takeable_only ||
 		pg_add_s64_overflow(o->available, PendingOwnAvailable(o->sku), &available))
 		return o->available;
 	return available;

@@ -28,6 +28,7 @@ typedef struct Outcome
 	InvState	state;
 	bool		has_counters;
 	int64		available;
+	bool		takeable_only;	/* available: what a reserve can take now */
 	int64		version;
 	bool		has_expires_at;
 	TimestampTz expires_at;

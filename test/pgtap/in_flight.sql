@@ -151,8 +151,8 @@ SELECT pg_temp.quiesce_end() \g /dev/null
 
 ------------------------------------------------------------------------------
 -- what a movement answers: available once the caller's transaction
--- commits.  A transaction that restocks and reserves is an
--- administrator's: its connection's.
+-- commits; a refused reserve, what a reserve can take now.  A transaction
+-- that restocks and reserves is an administrator's: its connection's.
 ------------------------------------------------------------------------------
 
 SELECT pg_temp.as_admin('BEGIN') \g /dev/null
@@ -162,8 +162,8 @@ SELECT is(pg_temp.res(pg_temp.admin_r(format('inventory.restock(%L, 4, %L)', pg_
 SELECT is(pg_temp.peer(format('SELECT available FROM inventory.reserve(%L, 9, %L)', pg_temp.n('A'), pg_temp.n('p9'))),
 		  '8', 'another transaction still sees the live count: its reserve of 9 is refused with 8 available');
 SELECT is(pg_temp.res(pg_temp.admin_r(format('inventory.reserve(%L, 9, %L)', pg_temp.n('A'), pg_temp.n('o9')))),
-		  'ok=false status=insufficient sku=A qty=9 state=NULL available=12 version=6',
-		  'nor can the restocking transaction reserve them before it commits; it is told 12 after its commit');
+		  'ok=false status=insufficient sku=A qty=9 state=NULL available=8 version=6',
+		  'nor can the restocking transaction reserve them before it commits; it is told the 8 a reserve can take now');
 SELECT is(pg_temp.res(pg_temp.admin_r(format('inventory.cancel(%L)', pg_temp.n('v3')))),
 		  'ok=true status=ok sku=A qty=1 state=CANCELLED available=13 version=6',
 		  'a cancel in the same transaction answers with its unit back as well');
@@ -175,8 +175,8 @@ SELECT is(pg_temp.res(pg_temp.admin_r(format('inventory.restock(%L, 4, %L)', pg_
 		  'ok=true status=ok sku=NEW qty=4 state=NULL available=4 version=0',
 		  'a restock that creates its SKU answers its units');
 SELECT is(pg_temp.res(pg_temp.admin_r(format('inventory.reserve(%L, 1, %L)', pg_temp.n('NEW'), pg_temp.n('on')))),
-		  'ok=false status=insufficient sku=NEW qty=1 state=NULL available=4 version=0',
-		  'a reserve of that SKU in the same transaction: insufficient, told the 4 its commit brings');
+		  'ok=false status=insufficient sku=NEW qty=1 state=NULL available=0 version=0',
+		  'a reserve of that SKU in the same transaction: insufficient, told the 0 a reserve can take now');
 SELECT pg_temp.as_admin('ROLLBACK') \g /dev/null
 SELECT is(pg_temp.counters('NEW'), 'no sku live=NULL', 'rolled back: the SKU was not created');
 
