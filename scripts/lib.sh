@@ -66,8 +66,9 @@ inv_as_pg() {
 }
 
 # Build (warnings are errors with INVENTORY_WERROR=1, as .ci/run sets), and
-# install (root, or sudo without a password); otherwise say what to run.  INV_MAKE_FLAGS, if set, are given
-# to make: scripts/test.sh builds with INVENTORY_FAULTS=1 (src/fault.h).
+# install (root, or sudo without a password); otherwise say what to run.
+# INV_MAKE_FLAGS, if set, are given to make: scripts/test.sh builds with
+# INVENTORY_FAULTS=1 (src/fault.h).
 inv_build_install() {
 	inv_log "building the extension"
 	# shellcheck disable=SC2086
