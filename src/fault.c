@@ -102,26 +102,38 @@ FaultPause(const char *name)
 
 /*
  * Parks here, if the setting names this place, until inventory_fault_release()
- * is called: without processing interrupts, since a place worth parking at
- * may be a commit's callback, where none are processed.
+ * is called, or at most FAULT_PARK_MAX_MS (a test that died before it
+ * released the park must not leave a process that a shutdown waits for):
+ * without processing interrupts, since a place worth parking at may be a
+ * commit's callback, where none are processed.
  */
 void
 FaultPark(const char *name)
 {
 	uint32		gen;
+	TimestampTz until;
 
 	if (!Named(name) || fault == NULL)
 		return;
 	gen = pg_atomic_read_u32(&fault->release);
 	pg_atomic_fetch_add_u32(&fault->parked, 1);
 	elog(LOG, "fault injected at \"%s\": parked", name);
+	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), FAULT_PARK_MAX_MS);
 	while (pg_atomic_read_u32(&fault->release) == gen)
 	{
+		if (GetCurrentTimestamp() >= until)
+		{
+			elog(LOG, "fault injected at \"%s\": no release after %d ms, going on",
+				 name, FAULT_PARK_MAX_MS);
+			break;
+		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 	pg_atomic_fetch_sub_u32(&fault->parked, 1);
+	/* what set the latch meanwhile is looked at again by the caller's next wait */
+	SetLatch(MyLatch);
 }
 
 PG_FUNCTION_INFO_V1(inventory_fault_parked);

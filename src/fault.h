@@ -9,11 +9,12 @@
  *	- raises an ERROR there (INV_FAULT), so that a test can drive an error
  *	  path that nothing else reaches;
  *	- pauses there for FAULT_PAUSE_MS (INV_FAULT_PAUSE);
- *	- or parks there until a test releases it (INV_FAULT_PARK): the C
- *	  functions inventory_fault_parked() (how many processes are parked)
- *	  and inventory_fault_release() (let them go), which a test declares
- *	  as functions of its own, so that a window that is otherwise too
- *	  short to hit stays open for as long as the test needs.
+ *	- or parks there until a test releases it, FAULT_PARK_MAX_MS at most
+ *	  (INV_FAULT_PARK): the C functions inventory_fault_parked() (how
+ *	  many processes are parked) and inventory_fault_release() (let them
+ *	  go), which a test declares as functions of its own, so that a
+ *	  window that is otherwise too short to hit stays open for as long as
+ *	  the test needs.
  * In any other build the places compile to nothing.
  */
 #ifndef INVENTORY_FAULT_H
@@ -30,6 +31,7 @@ extern void FaultPark(const char *name);
 #define INV_FAULT_PAUSE(name) FaultPause(name)
 #define INV_FAULT_PARK(name) FaultPark(name)
 #define FAULT_PAUSE_MS 3000
+#define FAULT_PARK_MAX_MS 120000
 #else
 #define FaultInit() ((void) 0)
 #define FaultShmemSize() ((Size) 0)

@@ -231,22 +231,16 @@ WriteBatch(MemoryContext cxt)
 
 		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || current < 0)
 		{
-			/* the error as it was raised, and what became of the batch */
-			if (current >= 0)
-				ereport(LOG,
-						(errcode(edata->sqlerrcode),
-						 errmsg_internal("%s", edata->message),
-						 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-						 edata->hint ? errhint("%s", edata->hint) : 0,
-						 errcontext("express writer, the reservation of order \"%s\": it fails alone, and the others of its batch are written again",
-									ExpressItemOf(batch[current])->order_id)));
-			else
-				ereport(LOG,
-						(errcode(edata->sqlerrcode),
-						 errmsg_internal("%s", edata->message),
-						 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-						 edata->hint ? errhint("%s", edata->hint) : 0,
-						 errcontext("express writer, a whole batch: each of its reservations fails")));
+			/* the error as it was raised, logged, with the batch's fate */
+			const char *fate = current >= 0 ?
+				psprintf(_("express writer, the reservation of order \"%s\": it fails alone, and the others of its batch are written again"),
+						 ExpressItemOf(batch[current])->order_id) :
+				_("express writer, a whole batch: each of its reservations fails");
+
+			edata->elevel = LOG;
+			edata->context = edata->context ?
+				psprintf("%s\n%s", edata->context, fate) : pstrdup(fate);
+			ThrowErrorData(edata);
 		}
 		if (current >= 0)
 		{

@@ -28,7 +28,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use InventoryTest qw(wait_until inventory_node psql_session said wait_said inventory_roles
-  as_admin as_monitor);
+  as_admin as_monitor fault_functions);
 
 my $node = inventory_node('commit_window', qq{
 inventory.worker_enabled = off
@@ -42,14 +42,10 @@ my $timeout = $PostgreSQL::Test::Utils::timeout_default;
 # How the window is held: the fault of a test build, else gdb.  The fault's
 # setting is a superuser's, so the buyer's session takes it from a function
 # of the test's own, SECURITY DEFINER (scaffolding; a superuser's otherwise).
-my $faults = $node->safe_psql('postgres',
-	"SELECT count(*) FROM pg_settings WHERE name = 'inventory.inject_fault'") eq '1';
+my $faults = fault_functions($node, 'postgres');
 if ($faults)
 {
 	$node->safe_psql('postgres', q{
-CREATE SCHEMA test_fault;
-CREATE FUNCTION test_fault.parked() RETURNS integer AS 'inventory', 'inventory_fault_parked' LANGUAGE C;
-CREATE FUNCTION test_fault.release() RETURNS void AS 'inventory', 'inventory_fault_release' LANGUAGE C;
 CREATE FUNCTION test_fault.park_my_commit() RETURNS void LANGUAGE sql SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $$ SELECT set_config('inventory.inject_fault', 'commit-window', false) $$;

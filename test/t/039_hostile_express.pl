@@ -66,7 +66,7 @@ use List::Util qw(max);
 use Time::HiRes qw(usleep time);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(inventory_node wait_until stock_vs_ledger_sql);
+use InventoryTest qw(inventory_node wait_until stock_vs_ledger_sql fault_functions);
 use RouterCluster qw(start_nodes start_router);
 
 my $DEADLINE = 60;    # seconds, for every wait that proves nothing about time
@@ -739,9 +739,7 @@ nothing_lost('E2');
 SKIP:
 {
 	skip $NO_FAULTS, 1 unless $FAULTS;
-	as($SU, q{CREATE SCHEMA test_fault;
-CREATE FUNCTION test_fault.parked() RETURNS integer AS 'inventory', 'inventory_fault_parked' LANGUAGE C;
-CREATE FUNCTION test_fault.release() RETURNS void AS 'inventory', 'inventory_fault_release' LANGUAGE C});
+	fault_functions($node, 'shop');
 	my $parked = sub { as($SU, 'SELECT test_fault.parked()') eq '1' };
 	ensure_writer();
 	my $w = writer_pid();
@@ -960,6 +958,14 @@ SKIP:
 	# a writer started from now on reads the setting when it starts
 	as($SU, q{ALTER SYSTEM SET inventory.inject_fault = 'express-writer-after-commit'; SELECT pg_reload_conf()});
 
+	# waits until the server log, from byte FROM on, says the writer pauses
+	my $writer_paused_since = sub {
+		my ($from) = @_;
+		wait_until($DEADLINE, sub {
+			slurp_file($node->logfile, $from) =~ /fault injected at "express-writer-after-commit": pausing/ })
+		  or die 'the writer did not pause';
+	};
+
 	# first, callers asleep in a batch that takes 3 s (the pause,
 	# FAULT_PAUSE_MS): a cancel or a terminate takes effect once the batch is
 	# answered -- within the pause and the bound
@@ -969,9 +975,7 @@ SKIP:
 		now_call("e3-$how-warm");
 		my $log_from = -s $node->logfile;
 		my $c = start_call('app', "e3-$how", "SELECT inventory.reserve_now('A', 1, 'e3-$how');");
-		wait_until($DEADLINE, sub {
-			slurp_file($node->logfile, $log_from) =~ /fault injected at "express-writer-after-commit": pausing/ })
-		  or die 'the writer did not pause';
+		$writer_paused_since->($log_from);
 		is(wait_of("e3-$how"), 'Extension:Extension', "batch of 3 s: the caller sleeps until its batch is answered ($how)");
 		my $pid = pid_of("e3-$how");
 		my $t = time;
@@ -1009,9 +1013,7 @@ SKIP:
 			my $from = as($SU, 'SELECT pg_current_wal_insert_lsn()');
 			my $log_from = -s $node->logfile;
 			my $s1 = start_call('app', "$name-caller-$attempt", "SELECT inventory.reserve_now('A', 1, '$key');");
-			wait_until($DEADLINE, sub {
-				slurp_file($node->logfile, $log_from) =~ /fault injected at "express-writer-after-commit": pausing/ })
-			  or die 'the writer did not pause';
+			$writer_paused_since->($log_from);
 			%r = (key => $key);
 			@r{qw(before told after)} = $read->($key);
 			$r{s1_done} = done($s1);

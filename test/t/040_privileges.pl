@@ -69,18 +69,27 @@ SELECT CASE WHEN classid = 'pg_proc'::regclass THEN objid::regprocedure::text EL
 my %actual = map { my ($m, $r) = split /\|/; ($m => $r) } split /\n/,
   $node->safe_psql('postgres', sprintf($rights_sql, 'inventory'));
 
-is(join("\n", sort grep { !exists $manifest{$_} } keys %actual), '',
-	'every member of the extension is in test/privileges.manifest');
-is(join("\n", sort grep { !exists $actual{$_} } keys %manifest), '',
-	'every member of test/privileges.manifest is in the extension');
-my @wrong;
-for my $m (sort keys %actual)
+# The members of an extension (WHAT) against its manifest (FILE): each in
+# the other, and each role's rights those of the manifest (WHERE: how the
+# last test's name begins).
+sub compare_rights
 {
-	next unless $manifest{$m};
-	my $want = join ' ', map { $manifest{$m}{$_} } @ROLES;
-	push @wrong, "$m: has $actual{$m}, the manifest says $want" if $actual{$m} ne $want;
+	my ($manifest, $actual, $what, $file, $where) = @_;
+	is(join("\n", sort grep { !exists $manifest->{$_} } keys %$actual), '',
+		"every member of $what is in $file");
+	is(join("\n", sort grep { !exists $actual->{$_} } keys %$manifest), '',
+		"every member of $file is in $what");
+	my @wrong;
+	for my $m (sort keys %$actual)
+	{
+		next unless $manifest->{$m};
+		my $want = join ' ', map { $manifest->{$m}{$_} } @ROLES;
+		push @wrong, "$m: has $actual->{$m}, the manifest says $want" if $actual->{$m} ne $want;
+	}
+	is(join("\n", @wrong), '',
+		"${where}every role has exactly the rights of the manifest on every member (" . scalar(keys %$actual) . ' members)');
 }
-is(join("\n", @wrong), '', 'every role has exactly the rights of the manifest on every member (' . scalar(keys %actual) . ' members)');
+compare_rights(\%manifest, \%actual, 'the extension', 'test/privileges.manifest', '');
 
 # --- the rights refused, refused to real calls ---------------------------------
 
@@ -94,37 +103,45 @@ sub null_call
 	return "SELECT $name(" . join(', ', map { "NULL::$_" } @types) . ')';
 }
 
-# (statement, role) of every right refused; a trigger function is called by
-# its trigger only, and a type's I/O functions by the type: neither by SQL
-my @refused;
-for my $m (sort keys %manifest)
+# Every right the manifest refuses, tried by the role's login in DB of
+# SERVER: the calls that were not refused with 42501, and how many were
+# tried.  A trigger function is called by its trigger only, and a type's I/O
+# functions by the type: neither by SQL.
+sub not_refused
 {
-	next if $m eq 'inventory.enforce()' || $m =~ /internal|cstring/;
-	for my $role (@ROLES)
+	my ($server, $db, $manifest) = @_;
+	my @refused;
+	for my $m (sort keys %$manifest)
 	{
-		my $r = $manifest{$m}{$role};
-		if ($m =~ /\(/)
+		next if $m eq 'inventory.enforce()' || $m =~ /internal|cstring/;
+		for my $role (@ROLES)
 		{
-			push @refused, [ null_call($m), $role ] if $r eq '-';
-		}
-		else
-		{
-			push @refused, [ "SELECT FROM $m LIMIT 0", $role ] if $r !~ /r/;
-			push @refused, [ "DELETE FROM $m WHERE false", $role ]
-			  if $r !~ /w/ && $node->safe_psql('postgres', "SELECT relkind FROM pg_class WHERE oid = '$m'::regclass") eq 'r';
+			my $r = $manifest->{$m}{$role};
+			if ($m =~ /\(/)
+			{
+				push @refused, [ null_call($m), $role ] if $r eq '-';
+			}
+			else
+			{
+				push @refused, [ "SELECT FROM $m LIMIT 0", $role ] if $r !~ /r/;
+				push @refused, [ "DELETE FROM $m WHERE false", $role ]
+				  if $r !~ /w/ && $server->safe_psql($db, "SELECT relkind FROM pg_class WHERE oid = '$m'::regclass") eq 'r';
+			}
 		}
 	}
+	my @not_refused;
+	for my $c (@refused)
+	{
+		my ($stmt, $role) = @$c;
+		my ($ret, $out, $err) = $server->psql($db, $stmt,
+			extra_params => [ '-U', $LOGIN{$role}, '-v', 'VERBOSITY=verbose' ]);
+		push @not_refused, "$LOGIN{$role}: $stmt: " . ($ret == 0 ? 'ran' : ($err =~ /ERROR:\s+(\w+)/)[0])
+		  unless $ret != 0 && $err =~ /ERROR:\s+42501/;
+	}
+	return (\@not_refused, scalar(@refused));
 }
-my @not_refused;
-for my $c (@refused)
-{
-	my ($stmt, $role) = @$c;
-	my ($ret, $out, $err) = $node->psql('postgres', $stmt,
-		extra_params => [ '-U', $LOGIN{$role}, '-v', 'VERBOSITY=verbose' ]);
-	push @not_refused, "$LOGIN{$role}: $stmt: " . ($ret == 0 ? 'ran' : ($err =~ /ERROR:\s+(\w+)/)[0])
-	  unless $ret != 0 && $err =~ /ERROR:\s+42501/;
-}
-is(join("\n", @not_refused), '', scalar(@refused) . ' calls of a right refused are refused with 42501');
+my ($not_refused, $tried) = not_refused($node, 'postgres', \%manifest);
+is(join("\n", @$not_refused), '', "$tried calls of a right refused are refused with 42501");
 
 # --- the rights granted, in real calls after a restart --------------------------
 
@@ -271,45 +288,9 @@ $router->safe_psql('shop', 'CREATE ROLE shop_nobody LOGIN');
 my %rmanifest = manifest('test/privileges-router.manifest');
 my %ractual = map { my ($m, $r) = split /\|/; ($m => $r) } split /\n/,
   $router->safe_psql('shop', sprintf($rights_sql, 'inventory_router'));
-is(join("\n", sort grep { !exists $rmanifest{$_} } keys %ractual), '',
-	'every member of the router extension is in test/privileges-router.manifest');
-is(join("\n", sort grep { !exists $ractual{$_} } keys %rmanifest), '',
-	'every member of test/privileges-router.manifest is in the router extension');
-@wrong = ();
-for my $m (sort keys %ractual)
-{
-	next unless $rmanifest{$m};
-	my $want = join ' ', map { $rmanifest{$m}{$_} } @ROLES;
-	push @wrong, "$m: has $ractual{$m}, the manifest says $want" if $ractual{$m} ne $want;
-}
-is(join("\n", @wrong), '',
-	'on the router, every role has exactly the rights of the manifest on every member (' . scalar(keys %ractual) . ' members)');
-my @rrefused;
-for my $m (sort keys %rmanifest)
-{
-	next if $m =~ /internal|cstring/;
-	for my $role (@ROLES)
-	{
-		my $r = $rmanifest{$m}{$role};
-		if ($m =~ /\(/)
-		{
-			push @rrefused, [ null_call($m), $role ] if $r eq '-';
-		}
-		else
-		{
-			push @rrefused, [ "SELECT FROM $m LIMIT 0", $role ] if $r !~ /r/;
-		}
-	}
-}
-@not_refused = ();
-for my $c (@rrefused)
-{
-	my ($stmt, $role) = @$c;
-	my ($ret, $out, $err) = $router->psql('shop', $stmt,
-		extra_params => [ '-U', $LOGIN{$role}, '-v', 'VERBOSITY=verbose' ]);
-	push @not_refused, "$LOGIN{$role}: $stmt: " . ($ret == 0 ? 'ran' : ($err =~ /ERROR:\s+(\w+)/)[0])
-	  unless $ret != 0 && $err =~ /ERROR:\s+42501/;
-}
-is(join("\n", @not_refused), '', scalar(@rrefused) . ' calls of a right refused on the router are refused with 42501');
+compare_rights(\%rmanifest, \%ractual, 'the router extension', 'test/privileges-router.manifest',
+	'on the router, ');
+($not_refused, $tried) = not_refused($router, 'shop', \%rmanifest);
+is(join("\n", @$not_refused), '', "$tried calls of a right refused on the router are refused with 42501");
 
 done_testing();

@@ -392,4 +392,23 @@ sub poll_as
 
 push @EXPORT_OK, qw(as_each_caller poll_as);
 
+# fault_functions(NODE, DBNAME): whether the server's library is a test
+# build with faults injected on purpose (src/fault.h); if so, creates in
+# DBNAME, as the superuser, the functions that watch and end a park:
+# test_fault.parked() (how many processes are parked) and
+# test_fault.release() (let them go).
+sub fault_functions
+{
+	my ($node, $dbname) = @_;
+	return 0 unless $node->safe_psql($dbname,
+		"SELECT count(*) FROM pg_settings WHERE name = 'inventory.inject_fault'") eq '1';
+	$node->safe_psql($dbname, q{
+CREATE SCHEMA test_fault;
+CREATE FUNCTION test_fault.parked() RETURNS integer AS 'inventory', 'inventory_fault_parked' LANGUAGE C;
+CREATE FUNCTION test_fault.release() RETURNS void AS 'inventory', 'inventory_fault_release' LANGUAGE C;
+});
+	return 1;
+}
+push @EXPORT_OK, qw(fault_functions);
+
 1;
