@@ -834,7 +834,8 @@ SKIP:
 {
 	$node->safe_psql('postgres', 'CREATE DATABASE other OWNER alice');
 	$node->safe_psql('postgres', 'CREATE DATABASE other2 OWNER alice');
-	$node->safe_psql('other2', q{CREATE EXTENSION inventory; SELECT inventory.restock('A', 100, 'in-A')});
+	$node->safe_psql('other2', 'CREATE EXTENSION inventory');
+	as('alice', q{SELECT status FROM inventory.restock('A', 100, 'in-A')}, 'other2');
 	is(as('app', q{SELECT inventory.reserve_now('A', 1, 'e7-other2')}, 'other2'), 'ok', 'E7: a call in other2');
 	my $w2 = as('alice', q{SELECT writer_pid FROM inventory.express_status WHERE datname = 'other2'}, 'other2');
 	like($w2, qr/^\d+$/, 'E7: other2 has a writer of its own');
@@ -1124,11 +1125,12 @@ $node->stop;
 # ==== the router ====================================================================
 {
 	my @nodes  = start_nodes(2);
-	my $router = start_router(\@nodes);
-	$router->safe_psql('shop', q{
-CREATE ROLE app LOGIN IN ROLE inventory_app;
-SELECT inventory.restock('R', 1000, 'in-R');
-});
+	# as the manual makes a cluster: the router works on the nodes as an
+	# administrator's login, and shop_admin restocks through it
+	my $router = start_router(\@nodes, 0, roles => 1);
+	$router->safe_psql('shop', 'CREATE ROLE app LOGIN IN ROLE inventory_app');
+	$router->safe_psql('shop', q{SELECT status FROM inventory.restock('R', 1000, 'in-R')},
+		extra_params => [ '-U', 'shop_admin' ]);
 	my $home = $router->safe_psql('shop', q{SELECT inventory.partition_of('R')});
 	my ($hnode, $hdb) = ($nodes[$home], "inv_p$home");
 	$hnode->safe_psql($hdb, 'CREATE ROLE alice LOGIN IN ROLE inventory_admin');
@@ -1162,9 +1164,11 @@ SELECT count(*) FROM pg_stat_activity WHERE datname = '$hdb' AND state = 'active
 	is($router->safe_psql('shop', q{SELECT inventory.reserve_now('R', 1, 'r-e2')}, extra_params => [ '-U', 'app' ]),
 		'ok', 'router E2: once alice rolled back, the key is ok');
 	is($hnode->safe_psql($hdb, q{
-SELECT string_agg(order_id, ' ' ORDER BY order_id) FROM inventory.ledger WHERE kind = 'reserve'}),
+SELECT string_agg(order_id, ' ' ORDER BY order_id) FROM inventory.ledger WHERE kind = 'reserve'},
+		extra_params => [ '-U', 'alice' ]),
 		'r-e1 r-e2 r-e2-other', 'router: the rows of the ok calls, once each, on the SKU\'s node');
-	is($hnode->safe_psql($hdb, 'SELECT count(*) FROM inventory.verify()'), '0', 'router: verify() is empty on the node');
+	is($hnode->safe_psql($hdb, 'SELECT count(*) FROM inventory.verify()', extra_params => [ '-U', 'alice' ]), '0',
+		'router: verify() is empty on the node');
 }
 
 done_testing();
