@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/notify_latency.py -- cases 14 and 14b of bench/run.sh: how soon
+"""bench/notify_latency.py -- cases 14 and 14b of bench/run.py: how soon
 LISTEN inventory_stock hears that a SKU sold out, or came back on sale.
 
 Usage: notify_latency.py CONNINFO SKU FLIPS GAP_MS [WHILE_SQL]

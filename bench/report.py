@@ -5,12 +5,12 @@ Usage:
   bench/report.py DATA.json [--out REPORT.md]
   bench/report.py --records RECORDS.jsonl DATA.json [--out REPORT.md]
 
-Reads the data of one run of bench/run.sh (bench/results/latest.json, or a
+Reads the data of one run of bench/run.py (bench/results/latest.json, or a
 dated copy of it) and writes the Markdown report (default: DATA with .md for
 .json) and, beside it, its two pictures REPORT-tps.svg (TPS per case against
 clients) and REPORT-ratios.svg (each target: measured against its target).
 Without matplotlib the report still comes out, and says it has no pictures.
-With --records, first gathers the records that bench/run.sh appended as it
+With --records, first gathers the records that bench/run.py appended as it
 ran (one JSON object a line) into DATA.json.
 
 Exits 0; 1 when the data shows a failure (a case without a number, a failed
@@ -41,7 +41,7 @@ The data (format 1), one JSON object:
   settings      smoke (true for --smoke), duration_s, transactions_per_client
                 (a smoke run's length of a run, or null), warmup_s (0: none),
                 clients [numbers], cases [ids selected], all_cases [every
-                id, in run.sh's order], rounds, round_cases [ids run in
+                id, in run.py's order], rounds, round_cases [ids run in
                 rounds], target_clients (the client count of the targets and
                 the rounds), pgbench (its options), synchronous_commit and
                 fsync (as the server reported them), max_skus, nskus (case
@@ -287,7 +287,7 @@ TEXTS = {"note": "notes", "error": "errors"}
 
 
 def assemble(records_path):
-    """The data document from bench/run.sh's records, one JSON object a line:
+    """The data document from bench/run.py's records, one JSON object a line:
     {"type": T, ...}; the objects of a type in OBJECTS merge into one, the
     others make lists.  A line that cannot be read becomes an error."""
     doc = {"format": FORMAT, "run": {}, "machine": {}, "settings": {},
@@ -513,7 +513,7 @@ def report(run, pictures, stem):
     else:
         add("Commit: unknown (the tree measured was not a git checkout).")
     add("")
-    add(f"Command: `{meta.get('command', 'bench/run.sh')}` (run as root from the checkout;"
+    add(f"Command: `{meta.get('command', 'bench/run.py')}` (run as root from the checkout;"
         f" {when(meta.get('finished_utc') or meta.get('started_utc'))})")
     add("")
     memory = mach.get("memory_kib")
@@ -823,7 +823,7 @@ def main(argv):
     ap.add_argument("data", metavar="DATA.json")
     ap.add_argument("--out", metavar="REPORT.md", help="the report (default: DATA with .md)")
     ap.add_argument("--records", metavar="RECORDS.jsonl",
-                    help="first gather bench/run.sh's records into DATA.json")
+                    help="first gather bench/run.py's records into DATA.json")
     args = ap.parse_args(argv)
 
     try:

@@ -1,5 +1,6 @@
 # scripts/lib.sh -- set-up shared by scripts/test.sh, scripts/demo.sh and
-# bench/run.sh.  Source it; it defines functions and changes nothing itself.
+# bench/run.py (which runs its functions through bash).  Source it; it
+# defines functions and changes nothing itself.
 #
 # inv_setup: installs missing Debian packages (as root) or names them,
 #            builds and installs the extension.

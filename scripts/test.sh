@@ -10,7 +10,7 @@
 #                      -- these three are `make installcheck`, the quick tier
 #   TAP tests          test/t/*.pl                   (prove; crash, restart, failover, dump, router...)
 #   drivers            test/drivers/                 (psycopg 3 and node-postgres, as applications call)
-#   benchmark smoke    bench/run.sh --smoke          (every case runs and checks its counts)
+#   benchmark smoke    bench/run.py --smoke          (every case runs and checks its counts)
 #   demo smoke         scripts/demo.sh --smoke       (the four ways run; the three safe ones never oversell)
 #                      scripts/demo.sh --smoke --nodes 4  (through a router, the SKU split over 4 nodes)
 #
@@ -83,7 +83,7 @@ unset PGHOST PGPORT PGUSER PGDATABASE
 
 # the benchmark's smoke mode, so that the suite cannot rot
 suite "bench smoke"
-"$INV_TOP/bench/run.sh" --smoke >"$WORK/bench.log" 2>&1
+"$INV_TOP/bench/run.py" --smoke >"$WORK/bench.log" 2>&1
 tally_one "$WORK/bench.log" $?
 
 # the demo's smoke mode, for the same reason
