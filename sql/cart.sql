@@ -1,4 +1,9 @@
--- carts: every line reserved or none, in one call; orders settled whole
+-- carts: every line reserved or none, in one call; orders settled whole.
+-- What psql shows of them: a cart's rows, one per line with the available
+-- it leaves; the errors of an order_id reused and of misuse, with their
+-- details and hints; a cart whose lines the caller numbers (batch_ids).
+-- The statuses of refused carts, replays and settled orders, and the rows
+-- a refusal leaves, are test/pgtap/carts.sql's.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
 RESET client_min_messages;
@@ -13,59 +18,22 @@ SELECT ok, status FROM inventory.restock('CA-CAP', 2, 'c-in-3');
 \c - shop_app
 SELECT ok, status, sku, qty, state, available
   FROM inventory.reserve_cart('c-cart-1', '{CA-TEE,CA-MUG,CA-TEE}', '{1,2,1}');
-\c - shop_admin
-SELECT order_id, batch_id, sku, qty, state FROM inventory.ledger
- WHERE order_id = 'c-cart-1' ORDER BY batch_id;
 
--- the demand of a SKU is summed over its lines: 2 + 2 of CA-TEE is more than
--- the 3 available, though each line alone would fit; nothing is held
-\c - shop_app
-SELECT ok, status, sku, qty FROM inventory.reserve_cart('c-cart-2', '{CA-TEE,CA-CAP,CA-TEE}', '{2,1,2}');
-\c - shop_admin
-SELECT count(*) FROM inventory.ledger WHERE order_id = 'c-cart-2';
-\c - shop_app
-SELECT sku, available FROM inventory.stock WHERE sku LIKE 'CA-%' ORDER BY sku;
-
--- each line that cannot be served says why; the others were refused with
--- the cart
-\c - shop_admin
-SELECT inventory.set_rules('CA-CAP', sale_starts => now() + interval '1 day');
-\c - shop_app
-SELECT ok, status, sku FROM inventory.reserve_cart('c-cart-3', '{CA-MUG,CA-CAP,CA-NOPE,CA-TEE}', '{2,1,1,9}');
-
--- a replayed cart answers each line as a duplicate
-SELECT ok, status, sku, qty, state FROM inventory.reserve_cart('c-cart-1', '{CA-TEE,CA-MUG,CA-TEE}', '{1,2,1}');
 -- a different cart under the same order_id is a reused key
 SELECT * FROM inventory.reserve_cart('c-cart-1', '{CA-TEE,CA-MUG}', '{1,2}');
 SELECT * FROM inventory.reserve_cart('c-cart-1', '{CA-TEE,CA-MUG,CA-TEE,CA-TEE}', '{1,2,1,1}');
 SELECT * FROM inventory.reserve_cart('c-cart-1', '{CA-TEE,CA-MUG,CA-TEE}', '{1,1,1}');
 SELECT * FROM inventory.reserve_cart('c-cart-1', '{CA-TEE,CA-MUG,CA-TEE}', '{1,2,1}', buyer_id => 'ann');
 
--- a buyer's limit is checked on the cart's sum
+-- a limit of 1 per buyer: ann's cart takes her unit of CA-CAP
 \c - shop_admin
 SELECT inventory.set_rules('CA-CAP', max_per_buyer => 1);
 \c - shop_app
-SELECT ok, status, sku FROM inventory.reserve_cart('c-cart-4', '{CA-CAP,CA-MUG}', '{1,1}');
-SELECT ok, status, sku FROM inventory.reserve_cart('c-cart-4', '{CA-CAP,CA-CAP}', '{1,1}', buyer_id => 'ann');
 SELECT ok, status, sku FROM inventory.reserve_cart('c-cart-4', '{CA-CAP,CA-MUG}', '{1,1}', buyer_id => 'ann');
-SELECT ok, status, sku FROM inventory.reserve_cart('c-cart-5', '{CA-MUG,CA-CAP}', '{1,1}', buyer_id => 'ann');
-
--- a cart inside a transaction that rolls back leaves nothing
-BEGIN;
-SELECT ok, status FROM inventory.reserve_cart('c-cart-6', '{CA-TEE}', '{1}');
-ROLLBACK;
-\c - shop_admin
-SELECT count(*) FROM inventory.ledger WHERE order_id = 'c-cart-6';
 
 -- confirm_order and cancel_order settle every line, as confirm and cancel
-\c - shop_app
 SELECT ok, status, sku, state FROM inventory.confirm_order('c-cart-1');
-SELECT ok, status, sku, state FROM inventory.confirm_order('c-cart-1');
-SELECT ok, status, sku, state FROM inventory.cancel_order('c-cart-1');
 SELECT ok, status, sku, state FROM inventory.cancel_order('c-cart-4');
-SELECT ok, status, sku, state FROM inventory.cancel_order('c-cart-4');
-SELECT ok, status, sku, state FROM inventory.confirm_order('c-cart-4');
-SELECT ok, status, sku, state FROM inventory.confirm_order('c-nope');
 -- ann's units of CA-CAP were cancelled: she may buy again
 SELECT ok, status FROM inventory.reserve_cart('c-cart-7', '{CA-CAP}', '{1}', buyer_id => 'ann');
 

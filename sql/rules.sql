@@ -1,4 +1,11 @@
--- rules: a per-buyer limit across orders and a sale window, per SKU
+-- rules: a per-buyer limit across orders and a sale window, per SKU, as
+-- psql shows them: the errors of set_rules(), of the table's checks and of
+-- reservations written by hand, with their details and hints; a buyer's
+-- units in the ledger; inventory.stock; and what verify() shows of rules
+-- changed behind the trigger's back.  Also a lowered limit, a closed
+-- window's reservations settled, and a change not in force in its own
+-- transaction.  The statuses of reserve(), the errors' SQLSTATEs and the
+-- rows a refusal leaves are test/pgtap/rules.sql's.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS inventory;
 RESET client_min_messages;
@@ -8,33 +15,17 @@ RESET client_min_messages;
 SELECT ok, status FROM inventory.restock('RU-TEE', 10, 'l-in-1');
 SELECT ok, status FROM inventory.restock('RU-CAP', 10, 'l-in-2');
 
--- no rules until set; set_rules replaces them all, NULL meaning none
-SELECT sku, max_per_buyer, sale_starts, sale_ends FROM inventory.stock
- WHERE sku LIKE 'RU-%' ORDER BY sku;
 SELECT inventory.set_rules('RU-TEE', max_per_buyer => 2);
-SELECT sku, max_per_buyer, sale_starts IS NULL AS always, sale_ends IS NULL AS forever
-  FROM inventory.stock WHERE sku = 'RU-TEE';
 
--- a limited SKU needs a buyer: a status, not an error, since the rule may
--- be set while applications run
 \c - shop_app
-SELECT ok, status, available FROM inventory.reserve('RU-TEE', 1, 'l-anon');
-
 -- a buyer's units count across orders, PENDING and CONFIRMED alike
 SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-1', buyer_id => 'ann');
 SELECT ok, status FROM inventory.confirm('l-ann-1');
 SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-2', buyer_id => 'ann');
-SELECT ok, status, available FROM inventory.reserve('RU-TEE', 1, 'l-ann-3', buyer_id => 'ann');
-\c - shop_admin
-SELECT count(*) FROM inventory.ledger WHERE order_id = 'l-ann-3';
 -- another buyer has a limit of their own
-\c - shop_app
 SELECT ok, status FROM inventory.reserve('RU-TEE', 2, 'l-bob-1', buyer_id => 'bob');
-SELECT ok, status FROM inventory.reserve('RU-TEE', 3, 'l-cy-1', buyer_id => 'cy');
 
--- a replay is a duplicate even at the limit; the same key for another
--- buyer is a reused key
-SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-2', buyer_id => 'ann');
+-- the same key for another buyer, or for none, is a reused key
 SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-2', buyer_id => 'bob');
 SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-2');
 
@@ -51,9 +42,6 @@ SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-5', buyer_id => 'an
 -- the ledger, where they are counted
 \c - shop_admin
 SELECT inventory.fold() > 0 AS folded;
-\c - shop_app
-SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-ann-6', buyer_id => 'ann');
-\c - shop_admin
 SELECT buyer_id, sum(qty) AS units FROM inventory.ledger
  WHERE sku = 'RU-TEE' AND state IN ('PENDING', 'CONFIRMED') GROUP BY buyer_id ORDER BY buyer_id;
 
@@ -77,28 +65,21 @@ SELECT ok, status FROM inventory.reserve('RU-TEE', 1, 'l-eve-1', buyer_id => 'ev
 \c - shop_admin
 SELECT buyer_id FROM inventory.ledger WHERE order_id = 'l-eve-1';
 
--- the sale window [sale_starts, sale_ends): outside it, not_on_sale,
--- decided in shared memory like a sold-out answer
-SELECT inventory.set_rules('RU-CAP', sale_starts => now() + interval '1 hour');
-\c - shop_app
-SELECT ok, status, available FROM inventory.reserve('RU-CAP', 1, 'l-early');
-\c - shop_admin
+-- the sale window [sale_starts, sale_ends)
 SELECT inventory.set_rules('RU-CAP', sale_starts => now() - interval '1 hour',
                            sale_ends => now() + interval '1 hour');
 \c - shop_app
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-in-window', ttl => '1 day');
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-in-window-2', ttl => '1 day');
--- the window closes: no new reservations, but those made inside it are
--- still extended, confirmed and cancelled
+-- the window closes: the reservations made inside it are still
+-- extended, confirmed and cancelled
 \c - shop_admin
 SELECT inventory.set_rules('RU-CAP', sale_ends => now());
 \c - shop_app
-SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-late');
 SELECT ok, status FROM inventory.extend('l-in-window', 1, '2 days');
 SELECT ok, status FROM inventory.confirm('l-in-window');
 SELECT ok, status FROM inventory.cancel('l-in-window-2');
 \c - shop_admin
-SELECT count(*) FROM inventory.ledger WHERE order_id IN ('l-early', 'l-late');
 
 -- set_rules checks its input
 SELECT inventory.set_rules('RU-CAP', max_per_buyer => 0);
@@ -119,25 +100,16 @@ UPDATE inventory.sku SET sale_ends = NULL, max_per_buyer = 1 WHERE sku = 'RU-CAP
 -- not before the commit
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-before-commit');
 ROLLBACK;
-\c - shop_app
-SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-after-rollback');
-\c - shop_admin
 BEGIN;
 SAVEPOINT s;
 UPDATE inventory.sku SET sale_ends = NULL WHERE sku = 'RU-CAP';
 ROLLBACK TO SAVEPOINT s;
 UPDATE inventory.sku SET max_per_buyer = 1 WHERE sku = 'RU-CAP';
 COMMIT;
--- the savepoint's change is gone: the window is still closed
-\c - shop_app
-SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-after-savepoint', buyer_id => 'ann');
--- and the later one is in force: once open, the SKU has a limit of 1
-\c - shop_admin
+-- open again, with the limit of 1 of that transaction: ann takes her unit
 UPDATE inventory.sku SET sale_ends = NULL WHERE sku = 'RU-CAP';
 \c - shop_app
-SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-open-again');
 SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-open-again', buyer_id => 'ann');
-SELECT ok, status FROM inventory.reserve('RU-CAP', 1, 'l-open-again-2', buyer_id => 'ann');
 
 -- a reservation inserted by hand follows the rules, with errors
 \c - shop_admin

@@ -11,7 +11,8 @@
 -- Replays answer duplicate on every line; an order_id reused for another
 -- cart is an error.  confirm_order() and cancel_order() settle
 -- every line as confirm() and cancel() would.  Every argument error with
--- its SQLSTATE.
+-- its SQLSTATE; the messages, details and hints of those sql/cart.sql
+-- shows are checked there, not here.
 --
 -- The application (shop_app) makes every call of this session; the
 -- administrator restocks, sets the rules, writes an overdue line by hand
@@ -103,34 +104,34 @@ SELECT pg_temp.set_rules('CT-L', 3), pg_temp.set_rules('CT-M', 3),
 ------------------------------------------------------------------------------
 
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(NULL, %L, %L)', pg_temp.ns('{CT-A}'), '{1}'),
-				 '22004', 'order_id must not be null', 'reserve_cart: NULL order_id');
+				 '22004', NULL, 'reserve_cart: NULL order_id');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, NULL, %L)', pg_temp.n('ct-bad'), '{1}'),
-				 '22004', 'skus must not be null', 'reserve_cart: NULL skus');
+				 '22004', NULL, 'reserve_cart: NULL skus');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, NULL)', pg_temp.n('ct-bad'), pg_temp.ns('{CT-A}')),
 				 '22004', 'qtys must not be null', 'reserve_cart: NULL qtys');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, ARRAY[%L, NULL], %L)', pg_temp.n('ct-bad'), pg_temp.n('CT-A'), '{1,1}'),
-				 '22004', 'skus must not contain nulls', 'reserve_cart: a NULL SKU');
+				 '22004', NULL, 'reserve_cart: a NULL SKU');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L)', pg_temp.n('ct-bad'), pg_temp.ns('{CT-A,CT-B}'), '{1,NULL}'),
 				 '22004', 'qtys must not contain nulls', 'reserve_cart: a NULL qty');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L)', pg_temp.n('ct-bad'), pg_temp.ns('{CT-A,CT-B}'), '{1}'),
-				 '2202E', 'skus and qtys must have the same number of elements', 'reserve_cart: fewer qtys than skus');
+				 '2202E', NULL, 'reserve_cart: fewer qtys than skus');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L)', pg_temp.n('ct-bad'), pg_temp.ns('{CT-A}'), '{1,1}'),
 				 '2202E', 'skus and qtys must have the same number of elements', 'reserve_cart: more qtys than skus');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L)', pg_temp.n('ct-bad'), '{}', '{}'),
-				 '22023', 'a cart must have at least one line', 'reserve_cart: an empty cart');
+				 '22023', NULL, 'reserve_cart: an empty cart');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L)', pg_temp.n('ct-bad'), pg_temp.ns('{CT-A,CT-B}'), '{1,0}'),
-				 '22023', 'every element of qtys must be positive', 'reserve_cart: a qty of 0');
+				 '22023', NULL, 'reserve_cart: a qty of 0');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L)', pg_temp.n('ct-bad'), pg_temp.ns('{CT-A}'), '{-1}'),
 				 '22023', 'every element of qtys must be positive', 'reserve_cart: a negative qty');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, ARRAY[%L, %L], %L)', pg_temp.n('ct-bad'), pg_temp.n('CT-A'), '', '{1,1}'),
 				 '22023', 'sku must not be empty', 'reserve_cart: an empty SKU');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, ARRAY[ARRAY[%L], ARRAY[%L]], %L)', pg_temp.n('ct-bad'), pg_temp.n('CT-A'), pg_temp.n('CT-B'), '{1,1}'),
-				 '2202E', 'skus must be a one-dimensional array', 'reserve_cart: a two-dimensional array');
+				 '2202E', NULL, 'reserve_cart: a two-dimensional array');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L, ttl => %L)', pg_temp.n('ct-bad'), pg_temp.ns('{CT-A}'), '{1}', '0'),
 				 '22023', 'ttl must be positive', 'reserve_cart: a ttl of 0');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L, buyer_id => %L)', pg_temp.n('ct-bad'), pg_temp.ns('{CT-A}'), '{1}', ''),
 				 '22023', 'buyer_id must not be empty', 'reserve_cart: an empty buyer_id');
-SELECT throws_ok('SELECT * FROM inventory.confirm_order(NULL)', '22004', 'order_id must not be null', 'confirm_order: NULL order_id');
+SELECT throws_ok('SELECT * FROM inventory.confirm_order(NULL)', '22004', NULL, 'confirm_order: NULL order_id');
 SELECT throws_ok('SELECT * FROM inventory.cancel_order(NULL)', '22004', 'order_id must not be null', 'cancel_order: NULL order_id');
 SELECT is(pg_temp.lines('ct-bad'), 'none', 'the errors wrote nothing');
 SELECT is(pg_temp.live('{CT-A,CT-B}'), 'CT-A=10 CT-B=10', 'the errors hold nothing');
@@ -174,11 +175,9 @@ SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L, buyer_
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L)', pg_temp.n('ct-1'), pg_temp.ns('{CT-B,CT-A,CT-B}'), '{1,2,3}'),
 				 '23505', NULL, 'the order_id reused without the buyer: 23505');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L, buyer_id => %L)', pg_temp.n('ct-1'), pg_temp.ns('{CT-B,CT-A}'), '{1,2}', 'alice'),
-				 '23505', format('order_id "%s" is already used by other movements', pg_temp.n('ct-1')),
-				 'the order_id reused for the first lines only: 23505');
+				 '23505', NULL, 'the order_id reused for the first lines only: 23505');
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L, buyer_id => %L)', pg_temp.n('ct-1'), pg_temp.ns('{CT-B,CT-A,CT-B,CT-A}'), '{1,2,3,1}', 'alice'),
-				 '23505', format('order_id "%s" is already used by other movements', pg_temp.n('ct-1')),
-				 'the order_id reused with one more line: 23505');
+				 '23505', NULL, 'the order_id reused with one more line: 23505');
 -- a single reservation (ct-single, 1)
 SELECT pg_temp.expect(inventory.reserve(pg_temp.n('CT-A'), 1, pg_temp.n('ct-single'), ttl => '1 hour')) \g /dev/null
 SELECT throws_ok(format('SELECT * FROM inventory.reserve_cart(%L, %L, %L)', pg_temp.n('ct-single'), pg_temp.ns('{CT-A,CT-B}'), '{1,1}'),

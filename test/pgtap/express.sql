@@ -11,6 +11,13 @@
 -- (limit_exceeded) writes nothing: no transaction id and no WAL record in
 -- the caller, no ledger row, no units kept.  An 'ok' is written by the
 -- writer: the caller takes no transaction id and writes no WAL either.
+-- The writer of this database, as the monitoring role reads it: in
+-- express_status (its figures in range, nothing failed; express_status()
+-- agrees with the view), a background worker of its own, and no call fell
+-- back to its own transaction (express_fallbacks()).  What psql shows of
+-- reserve_now() -- its errors' messages, details and hints, the rows it
+-- writes, the refusals of a call that cannot commit on its own -- is
+-- sql/express.sql's.
 -- This session is the application's (shop_app), which cannot write the
 -- ledger itself: it reserves through the writer.  The administrator
 -- restocks, sets the rules and reads the ledger, and the monitoring role
@@ -53,7 +60,7 @@ AS $$ SELECT pg_temp.monitor_says('SELECT inventory.express_fallbacks()')::bigin
 \set sig 'inventory.reserve_now(text, bigint, text, integer, interval, text)'
 \set args '{text,bigint,text,integer,interval,text}'
 
-SELECT plan(54);
+SELECT plan(55);
 
 ------------------------------------------------------------------------------
 -- as declared
@@ -193,9 +200,17 @@ SELECT is(pg_temp.rows('blk'), 0::bigint, 'inside a transaction block: no ledger
 ------------------------------------------------------------------------------
 
 SELECT pg_temp.monitor_says('SELECT writer_pid FROM inventory.express_status WHERE datname = current_database()') AS writer_pid \gset
-SELECT ok(pg_temp.monitor_says('SELECT writer_pid IS NOT NULL AND rows >= 3 AND failed = 0
-								  FROM inventory.express_status WHERE datname = current_database()')::boolean,
-		  'express_status shows this database''s writer and its rows, to the monitoring role');
+SELECT ok(pg_temp.monitor_says('SELECT datname = current_database() AND writer_pid IS NOT NULL
+										 AND writer_pid <> pg_backend_pid() AND started_at <= now() AND queued = 0
+										 AND batches >= 1 AND rows >= 3 AND rows >= batches
+										 AND max_batch BETWEEN 1 AND rows AND sent_back >= 0 AND failed = 0
+								  FROM inventory.express_status
+								 WHERE datid = (SELECT oid FROM pg_database WHERE datname = current_database())')::boolean,
+		  'express_status shows this database''s writer, another process, started, nothing queued, its batches and rows (3 ok calls), nothing failed, to the monitoring role');
+SELECT is(pg_temp.monitor_says('SELECT count(*) FROM inventory.express_status() f
+									JOIN inventory.express_status v USING (datid, writer_pid)
+								 WHERE f.datname = current_database()'), '1',
+		  'the function express_status() and the view agree on the writer');
 -- (the writer runs as the bootstrap superuser: its row of pg_stat_activity
 -- is read by the superuser, scaffolding)
 SELECT is(pg_temp.as_super(format('SELECT backend_type FROM pg_stat_activity WHERE pid = %s', :'writer_pid')),

@@ -1,10 +1,12 @@
 -- rules.sql: a SKU's commerce rules (invariant I9) -- at most max_per_buyer
 -- units per buyer (PENDING + CONFIRMED), reservations only within
 -- [sale_starts, sale_ends) -- through reserve() and through direct INSERTs.
--- Every status and error with its SQLSTATE, their order, that refusals
--- write nothing, that cancelled and expired units stop counting and
--- confirmed ones keep counting after a fold, the window's exact bounds, and
--- that rules change at commit, never from a rolled-back change.
+-- Every status and error with its SQLSTATE, their order, the available a
+-- refusal answers, that refusals write nothing, that cancelled and expired
+-- units stop counting and confirmed ones keep counting after a fold, the
+-- window's exact bounds, and that rules change at commit, never from a
+-- rolled-back change.  The messages, details and hints of the errors that
+-- sql/rules.sql shows are checked there, not here (here, their SQLSTATEs).
 --
 -- "Writes nothing" is measured for the call itself, before pgTAP writes its
 -- own bookkeeping: no transaction id, no WAL record (pg_temp.probe).  A
@@ -31,12 +33,17 @@ CREATE FUNCTION pg_temp.r(s text, q bigint, o text, buyer text DEFAULT NULL,
 RETURNS inventory.result LANGUAGE sql
 AS $$ SELECT * FROM inventory.reserve(pg_temp.n(s), q, pg_temp.n(o), 1, '1 hour', ev, buyer) $$;
 
--- a reserve's outcome, and what it wrote
+-- an outcome as pg_temp.res_id gives it, and the available it answers
+CREATE FUNCTION pg_temp.res_av(r inventory.result) RETURNS text LANGUAGE sql
+AS $$ SELECT pg_temp.res_id(r) || ' available=' || coalesce(r.available::text, 'NULL') $$;
+
+-- a reserve's outcome (with avail, its available too), and what it wrote
 CREATE FUNCTION pg_temp.try(s text, q bigint, o text, buyer text DEFAULT NULL,
-							ev bigint DEFAULT NULL)
+							ev bigint DEFAULT NULL, avail boolean DEFAULT false)
 RETURNS text LANGUAGE sql
-AS $$ SELECT pg_temp.probe(format('SELECT set_config(%L, pg_temp.res_id(pg_temp.r(%L, %s, %L, %L, %L)), false)',
-								   'inventory_test.answer', s, q, o, buyer, ev)) $$;
+AS $$ SELECT pg_temp.probe(format('SELECT set_config(%L, pg_temp.%s(pg_temp.r(%L, %s, %L, %L, %L)), false)',
+								   'inventory_test.answer', CASE WHEN avail THEN 'res_av' ELSE 'res_id' END,
+								   s, q, o, buyer, ev)) $$;
 
 -- ledger rows under a key of this run
 CREATE FUNCTION pg_temp.rows(o text) RETURNS bigint LANGUAGE sql
@@ -50,15 +57,15 @@ AS $$ SELECT format('max_per_buyer=%s window=[%s, %s)', coalesce(max_per_buyer::
 		FROM inventory.stock WHERE sku = pg_temp.n(s) $$;
 
 -- the administrator inserts a reservation by hand: 'inserted', or the
--- SQLSTATE and message of the error (the prefix taken off), which every
--- use asserts
+-- SQLSTATE of the error, which every use asserts (their messages:
+-- sql/rules.sql)
 CREATE FUNCTION pg_temp.ins(vals text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
 	PERFORM pg_temp.as_admin('INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at, buyer_id) VALUES '
 							 || vals);
 	RETURN 'inserted';
 EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || replace(SQLERRM, current_setting('inventory_test.prefix'), '');
+	RETURN SQLSTATE;
 END $$;
 
 -- The window at its bounds: the administrator sets the rules of s
@@ -121,25 +128,24 @@ SELECT is(pg_temp.rules_of('RL-L'), 'max_per_buyer=NULL window=[NULL, NULL)', 'a
 SELECT pg_temp.admin_do(format('SELECT inventory.set_rules(%L, 3)', pg_temp.n('RL-L')));
 SELECT is(pg_temp.rules_of('RL-L'), 'max_per_buyer=3 window=[NULL, NULL)', 'set_rules: inventory.stock shows the limit');
 
-SELECT throws_ok(pg_temp.by_admin('SELECT inventory.set_rules(NULL, 1)'), '22004', 'sku must not be null', 'set_rules: NULL sku');
+SELECT throws_ok(pg_temp.by_admin('SELECT inventory.set_rules(NULL, 1)'), '22004', NULL, 'set_rules: NULL sku');
 SELECT throws_ok(pg_temp.by_admin(format('SELECT inventory.set_rules(%L, 0)', pg_temp.n('RL-L'))),
-				 '22023', 'max_per_buyer must be positive', 'set_rules: max_per_buyer 0');
+				 '22023', NULL, 'set_rules: max_per_buyer 0');
 SELECT throws_ok(pg_temp.by_admin(format('SELECT inventory.set_rules(%L, -1)', pg_temp.n('RL-L'))),
 				 '22023', 'max_per_buyer must be positive', 'set_rules: negative max_per_buyer');
 SELECT throws_ok(pg_temp.by_admin(format('SELECT inventory.set_rules(%L, 5, %L, %L)', pg_temp.n('RL-L'), '2030-01-01 00:00+00', '2030-01-01 00:00+00')),
 				 '22023', 'sale_ends must be later than sale_starts', 'set_rules: sale_ends = sale_starts');
 SELECT throws_ok(pg_temp.by_admin(format('SELECT inventory.set_rules(%L, 5, %L, %L)', pg_temp.n('RL-L'), '2030-01-02 00:00+00', '2030-01-01 00:00+00')),
-				 '22023', 'sale_ends must be later than sale_starts', 'set_rules: sale_ends before sale_starts');
+				 '22023', NULL, 'set_rules: sale_ends before sale_starts');
 SELECT throws_ok(pg_temp.by_admin(format('SELECT inventory.set_rules(%L, 1)', pg_temp.n('RL-NOPE'))),
-				 '42704', format('sku "%s" does not exist', pg_temp.n('RL-NOPE')), 'set_rules: unknown sku');
+				 '42704', NULL, 'set_rules: unknown sku');
 SELECT is(pg_temp.rules_of('RL-L'), 'max_per_buyer=3 window=[NULL, NULL)', 'a failed set_rules changes nothing');
 
 SELECT throws_ok(pg_temp.by_admin(format('UPDATE inventory.sku SET max_per_buyer = 0 WHERE sku = %L', pg_temp.n('RL-L'))),
 				 '23514', 'new row for relation "sku" violates check constraint "sku_max_per_buyer_check"',
 				 'UPDATE: max_per_buyer 0 violates the CHECK');
 SELECT throws_ok(pg_temp.by_admin(format('UPDATE inventory.sku SET max_per_buyer = -3 WHERE sku = %L', pg_temp.n('RL-L'))),
-				 '23514', 'new row for relation "sku" violates check constraint "sku_max_per_buyer_check"',
-				 'UPDATE: negative max_per_buyer violates the CHECK');
+				 '23514', NULL, 'UPDATE: negative max_per_buyer violates the CHECK');
 SELECT throws_ok(pg_temp.by_admin(format('UPDATE inventory.sku SET sale_starts = %L, sale_ends = %L WHERE sku = %L',
 						'2030-01-01 00:00+00', '2030-01-01 00:00+00', pg_temp.n('RL-L'))),
 				 '23514', 'new row for relation "sku" violates check constraint "sku_sale_window_check"',
@@ -163,8 +169,9 @@ SELECT is(pg_temp.try('RL-X', 1, 'rl-x1'), 'ok=false status=buyer_required sku=R
 ------------------------------------------------------------------------------
 
 SELECT is(inventory.available(pg_temp.n('RL-L')), 10::bigint, 'RL-L: 10 available');
-SELECT is(pg_temp.try('RL-L', 1, 'rl-nob'), 'ok=false status=buyer_required sku=RL-L qty=1 state=NULL xid=none wal=none',
-		  'buyer_required: no buyer for a SKU with a limit; no xid, no WAL');
+SELECT is(pg_temp.try('RL-L', 1, 'rl-nob', avail => true),
+		  'ok=false status=buyer_required sku=RL-L qty=1 state=NULL available=10 xid=none wal=none',
+		  'buyer_required: no buyer for a SKU with a limit, told the 10 a reserve can take now; no xid, no WAL');
 SELECT is(pg_temp.rows('rl-nob'), 0::bigint, 'buyer_required: no ledger row');
 SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L, buyer_id => %L)', pg_temp.n('RL-L'), pg_temp.n('rl-empty'), ''),
 				 '22023', 'buyer_id must not be empty', 'an empty buyer_id is an error');
@@ -176,8 +183,9 @@ SELECT is(pg_temp.res_id(pg_temp.r('RL-L', 1, 'rl-a2', 'alice')), 'ok=true statu
 SELECT is(pg_temp.read1(format('SELECT buyer_id FROM inventory.ledger WHERE order_id = %L', pg_temp.n('rl-a2'))), 'alice',
 		  'the ledger row records the buyer');
 SELECT pg_temp.vacuum_ledger() \g /dev/null
-SELECT is(pg_temp.try('RL-L', 1, 'rl-a3', 'alice'), 'ok=false status=limit_exceeded sku=RL-L qty=1 state=NULL xid=none wal=none',
-		  'limit_exceeded: one more for alice; no xid, no WAL');
+SELECT is(pg_temp.try('RL-L', 1, 'rl-a3', 'alice', avail => true),
+		  'ok=false status=limit_exceeded sku=RL-L qty=1 state=NULL available=7 xid=none wal=none',
+		  'limit_exceeded: one more for alice, told the 7 a reserve can take now; no xid, no WAL');
 SELECT is(pg_temp.rows('rl-a3'), 0::bigint, 'limit_exceeded: no ledger row');
 SELECT is(inventory.available(pg_temp.n('RL-L')), 7::bigint, 'limit_exceeded: no hold kept');
 SELECT is(pg_temp.res_id(pg_temp.r('RL-L', 3, 'rl-b1', 'bob')), 'ok=true status=ok sku=RL-L qty=3 state=PENDING',
@@ -209,11 +217,9 @@ SELECT pg_temp.vacuum_ledger() \g /dev/null
 SELECT is(pg_temp.try('RL-B', 2, 'rl-ba', 'alice'), 'ok=true status=duplicate sku=RL-B qty=2 state=PENDING xid=none wal=none',
 		  'a replay at the limit is a duplicate, not limit_exceeded; no xid, no WAL');
 SELECT throws_ok(format('SELECT inventory.reserve(%L, 2, %L, buyer_id => %L)', pg_temp.n('RL-B'), pg_temp.n('rl-ba'), 'bob'),
-				 '23505', format('key (order_id, batch_id)=(%s, 1) is already used by another movement', pg_temp.n('rl-ba')),
-				 'the key replayed for another buyer is an error');
+				 '23505', NULL, 'the key replayed for another buyer is an error');
 SELECT throws_ok(format('SELECT inventory.reserve(%L, 2, %L)', pg_temp.n('RL-B'), pg_temp.n('rl-ba')),
-				 '23505', format('key (order_id, batch_id)=(%s, 1) is already used by another movement', pg_temp.n('rl-ba')),
-				 'the key replayed without its buyer is an error');
+				 '23505', NULL, 'the key replayed without its buyer is an error');
 SELECT is(pg_temp.read1(format('SELECT count(*) FROM inventory.ledger WHERE order_id LIKE %L', pg_temp.n('rl-o%')))::bigint, 0::bigint,
 		  'the refusals wrote no ledger row');
 
@@ -239,8 +245,9 @@ SELECT is(pg_temp.try('RL-R', 1, 'rl-r2'), 'ok=false status=not_on_sale sku=RL-R
 
 -- RL-W: on sale in an hour
 SELECT pg_temp.admin_do(format('SELECT inventory.set_rules(%L, NULL, now() + interval %L)', pg_temp.n('RL-W'), '1 hour'));
-SELECT is(pg_temp.try('RL-W', 1, 'rl-w1'), 'ok=false status=not_on_sale sku=RL-W qty=1 state=NULL xid=none wal=none',
-		  'not_on_sale before the window; no xid, no WAL');
+SELECT is(pg_temp.try('RL-W', 1, 'rl-w1', avail => true),
+		  'ok=false status=not_on_sale sku=RL-W qty=1 state=NULL available=10 xid=none wal=none',
+		  'not_on_sale before the window, told the 10 a reserve can take now; no xid, no WAL');
 SELECT is(pg_temp.try('RL-W', 100, 'rl-w1'), 'ok=false status=not_on_sale sku=RL-W qty=100 state=NULL xid=none wal=none',
 		  'not_on_sale before insufficient');
 SELECT is(pg_temp.rows('rl-w1'), 0::bigint, 'not_on_sale: no ledger row');
@@ -289,14 +296,13 @@ SELECT is(pg_temp.rows('bound'), 0::bigint, 'the bound checks left no row');
 -- RL-D: a limit of 2
 SELECT pg_temp.admin_do(format('SELECT inventory.set_rules(%L, 2)', pg_temp.n('RL-D')));
 SELECT is(pg_temp.ins(format('(%L, 1, %L, %L, 1, now() + interval %L, NULL)', pg_temp.n('rl-d1'), 'reserve', pg_temp.n('RL-D'), '1 hour')),
-		  '23502: a reservation of sku "RL-D" needs a buyer_id', 'INSERT without a buyer on a SKU with a limit: 23502');
+		  '23502', 'INSERT without a buyer on a SKU with a limit: 23502');
 SELECT is(pg_temp.ins(format('(%L, 1, %L, %L, 3, now() + interval %L, %L)', pg_temp.n('rl-d1'), 'reserve', pg_temp.n('RL-D'), '1 hour', 'alice')),
-		  '23514: buyer "alice" would hold more units of sku "RL-D" than its limit', 'INSERT above the limit: 23514');
+		  '23514', 'INSERT above the limit: 23514');
 SELECT is(pg_temp.ins(format('(%L, 1, %L, %L, 1, now() + interval %L, %L), (%L, 1, %L, %L, 2, now() + interval %L, %L)',
 								pg_temp.n('rl-d1'), 'reserve', pg_temp.n('RL-D'), '1 hour', 'alice',
 								pg_temp.n('rl-d2'), 'reserve', pg_temp.n('RL-D'), '1 hour', 'alice')),
-		  '23514: buyer "alice" would hold more units of sku "RL-D" than its limit',
-		  'INSERT of two rows, each within the limit, together above it: 23514');
+		  '23514', 'INSERT of two rows, each within the limit, together above it: 23514');
 SELECT is(pg_temp.rows('rl-d1') + pg_temp.rows('rl-d2'), 0::bigint, 'the failed INSERTs left no row');
 SELECT is(pg_temp.ins(format('(%L, 1, %L, %L, 1, now() + interval %L, %L), (%L, 1, %L, %L, 1, now() + interval %L, %L)',
 								pg_temp.n('rl-d1'), 'reserve', pg_temp.n('RL-D'), '1 hour', 'alice',
@@ -306,11 +312,11 @@ SELECT pg_temp.vacuum_ledger() \g /dev/null
 SELECT is(pg_temp.try('RL-D', 1, 'rl-d3', 'alice'), 'ok=false status=limit_exceeded sku=RL-D qty=1 state=NULL xid=none wal=none',
 		  'reservations inserted by hand count for reserve()');
 SELECT throws_ok(pg_temp.by_admin(format('UPDATE inventory.ledger SET buyer_id = %L WHERE order_id = %L', 'bob', pg_temp.n('rl-d1'))),
-				 '23514', 'column "buyer_id" of a ledger movement cannot change', 'a reservation''s buyer never changes');
+				 '23514', NULL, 'a reservation''s buyer never changes');
 -- RL-D: no limit, on sale in an hour
 SELECT pg_temp.admin_do(format('SELECT inventory.set_rules(%L, NULL, now() + interval %L)', pg_temp.n('RL-D'), '1 hour'));
 SELECT is(pg_temp.ins(format('(%L, 1, %L, %L, 1, now() + interval %L, NULL)', pg_temp.n('rl-d4'), 'reserve', pg_temp.n('RL-D'), '1 hour')),
-		  '23514: sku "RL-D" is not on sale', 'INSERT outside the window: 23514');
+		  '23514', 'INSERT outside the window: 23514');
 
 ------------------------------------------------------------------------------
 -- what counts: cancelled and expired units do not, confirmed units do,
@@ -359,8 +365,7 @@ SELECT is(pg_temp.try('RL-E', 1, 'rl-e5', 'alice'), 'ok=false status=limit_excee
 SELECT is(pg_temp.res_id(pg_temp.r('RL-E', 2, 'rl-eb2', 'bob')), 'ok=true status=ok sku=RL-E qty=2 state=PENDING',
 		  'folded CANCELLED units still do not count');
 SELECT throws_ok(pg_temp.by_admin(format('DELETE FROM inventory.ledger WHERE order_id = %L', pg_temp.n('rl-e2'))),
-				 '23001', 'cannot delete a confirmed reservation of buyer "alice"',
-				 'a folded CONFIRMED reservation that counts cannot be deleted');
+				 '23001', NULL, 'a folded CONFIRMED reservation that counts cannot be deleted');
 -- RL-E: the limit raised to 3
 SELECT pg_temp.admin_do(format('SELECT inventory.set_rules(%L, 3)', pg_temp.n('RL-E')));
 SELECT is(pg_temp.res_id(pg_temp.r('RL-E', 1, 'rl-e5', 'alice')), 'ok=true status=ok sku=RL-E qty=1 state=PENDING',

@@ -1,18 +1,27 @@
--- bad_input.sql: the "Limits and bad input" table of docs/api.md -- each misuse
--- raises its ERROR with its SQLSTATE (and the documented message), the
--- limits themselves are accepted, and afterwards no counter, no ledger row
--- and no hold has changed.
+-- input.sql: input validation, bad and hostile.  The "Limits and bad
+-- input" table of docs/api.md -- each misuse raises its ERROR with its
+-- SQLSTATE (and the documented message), a writing call in a read-only
+-- transaction too, the limits themselves are accepted -- and table-driven
+-- hostile inputs to every function and to the state type, each with its
+-- documented SQLSTATE; afterwards no counter, no ledger row and no hold
+-- has changed.  Then hostile inputs that are business outcomes, each with
+-- its documented status: the hostile keys accepted are stored verbatim, as
+-- ordinary keys, and nothing but them changes a counter or leaves a row.
+-- The messages and details that sql/input.sql shows (qty 0, a sku too
+-- long, ttl 0) are checked there, not here.
 --
 -- Runs in autocommit, so that "nothing changed" is checked on committed
 -- state and on the shared cache.  The application (shop_app) makes the
 -- calls of this session; the administrator's (restock, adjust, expire,
--- direct DML) go through its connection (pg_temp.by_admin).  All names
--- carry a prefix unique to this run; the reservations it makes are
--- cancelled at the end.
+-- fold, direct DML) go through its connection (pg_temp.by_admin).  All
+-- names, hostile keys included, carry a prefix unique to this run; the
+-- reservations it makes are cancelled at the end, and the cache is
+-- checked against the tables.
 
-\set name bad_input
+\set name input
 \set role shop_app
 \ir lib/setup.sql
+\set p :prefix
 
 -- names at and beyond the limits (in bytes: sku 63, order_id 255)
 CREATE FUNCTION pg_temp.sku63() RETURNS text LANGUAGE sql STABLE
@@ -39,7 +48,7 @@ AS $$ SELECT repeat('b', 256) $$;
 CREATE FUNCTION pg_temp.buyer256mb() RETURNS text LANGUAGE sql IMMUTABLE
 AS $$ SELECT repeat('é', 128) $$;
 
-SELECT plan(95);
+SELECT plan(136);
 
 ------------------------------------------------------------------------------
 -- set-up: A has 10 units, 2 of them held by o1; and the limits themselves
@@ -57,8 +66,8 @@ SELECT is((inventory.reserve(pg_temp.sku63(), 1, pg_temp.n('o63'), ttl => '1 hou
 SELECT is((inventory.confirm(pg_temp.n('o63'))).status, 'ok', 'and its confirmation');
 SELECT is(octet_length(pg_temp.sku63mb()), 63, 'sku63mb is 63 bytes');
 SELECT cmp_ok(length(pg_temp.sku63mb()), '<', 63, 'sku63mb has fewer than 63 characters');
-SELECT is((inventory.reserve(pg_temp.sku63mb(), 1, pg_temp.n('omb'))).status, 'unknown_sku',
-		  'a 63-byte multibyte sku is accepted (unknown_sku, not an error)');
+SELECT is((inventory.reserve(pg_temp.sku63mb(), 1, rpad(pg_temp.n('omb'), 255, 'x'))).status, 'unknown_sku',
+		  'a 63-byte multibyte sku and a 255-byte order_id are accepted by reserve (unknown_sku, not an error)');
 SELECT is((inventory.cancel(rpad(pg_temp.n('z'), 255, 'x'))).status, 'not_found',
 		  'a 255-byte order_id is accepted by cancel');
 SELECT is(octet_length(pg_temp.buyer256mb()) || ' bytes in ' || length(pg_temp.buyer256mb()) || ' characters',
@@ -87,7 +96,7 @@ SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, NULL)', pg_temp.n('A'))
 SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L, NULL)', pg_temp.n('A'), pg_temp.n('b1')),
 				 '22004', 'batch_id must not be null', 'reserve: NULL batch_id');
 SELECT throws_ok(format('SELECT inventory.reserve(%L, 0, %L)', pg_temp.n('A'), pg_temp.n('b1')),
-				 '22023', 'qty must be positive', 'reserve: qty 0');
+				 '22023', NULL, 'reserve: qty 0');
 SELECT throws_ok(format('SELECT inventory.reserve(%L, -1, %L)', pg_temp.n('A'), pg_temp.n('b1')),
 				 '22023', 'qty must be positive', 'reserve: negative qty');
 SELECT throws_ok(format('SELECT inventory.reserve(%L, -9223372036854775808, %L)', pg_temp.n('A'), pg_temp.n('b1')),
@@ -97,13 +106,13 @@ SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L)', '', pg_temp.n('b1
 SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L)', pg_temp.n('A'), ''),
 				 '22023', 'order_id must not be empty', 'reserve: empty order_id');
 SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L)', pg_temp.sku64(), pg_temp.n('b1')),
-				 '22001', 'sku is too long', 'reserve: 64-byte sku');
+				 '22001', NULL, 'reserve: 64-byte sku');
 SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L)', pg_temp.sku_mb_long(), pg_temp.n('b1')),
 				 '22001', 'sku is too long', 'reserve: sku over 63 bytes in fewer characters');
 SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L)', pg_temp.n('A'), pg_temp.key256()),
 				 '22001', 'order_id is too long', 'reserve: 256-byte order_id');
 SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L, ttl => %L)', pg_temp.n('A'), pg_temp.n('b1'), '0'),
-				 '22023', 'ttl must be positive', 'reserve: ttl 0');
+				 '22023', NULL, 'reserve: ttl 0');
 SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L, ttl => %L)', pg_temp.n('A'), pg_temp.n('b1'), '-1 second'),
 				 '22023', 'ttl must be positive', 'reserve: negative ttl');
 SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L, ttl => %L)', pg_temp.n('A'), pg_temp.n('b1'), '1 day -25 hours'),
@@ -243,6 +252,57 @@ SELECT ok(pg_temp.error_detail($$SELECT 'bogus'::inventory.state$$) ~ '^22P02: '
 		  'the 22P02 error lists the valid names');
 
 ------------------------------------------------------------------------------
+-- hostile input that must fail, table-driven
+------------------------------------------------------------------------------
+
+-- the SQL (with %1$s for the SKU, %2$s for a fresh key, %3$s for the key
+-- of a reservation), the SQLSTATE, and who calls: the application, or the
+-- administrator (by its connection)
+CREATE TEMP TABLE errors (what text, sql text, sqlstate text, who text DEFAULT 'app');
+INSERT INTO errors (what, sql, sqlstate) VALUES
+	-- signs and sizes of numbers
+	('restock: smallest bigint', $$SELECT inventory.restock(%1$L, -9223372036854775808, %2$L)$$, '22023'),
+	('qty beyond bigint', $$SELECT inventory.reserve(%1$L, '9223372036854775808'::bigint, %2$L)$$, '22003'),
+	-- keys
+	('order_id of 1 MB', $$SELECT inventory.reserve(%1$L, 1, repeat('o', 1048576))$$, '22001'),
+	('confirm: order_id of 1 MB', $$SELECT inventory.confirm(repeat('o', 1048576))$$, '22001'),
+	('invalid UTF-8 bytes in sku', $$SELECT inventory.reserve(convert_from('\xc328', 'UTF8'), 1, %2$L)$$, '22021'),
+	-- ttl
+	('ttl -178000000 years', $$SELECT inventory.reserve(%1$L, 1, %2$L, ttl => '-178000000 years')$$, '22008'),
+	('ttl 178000000 years', $$SELECT inventory.reserve(%1$L, 1, %2$L, ttl => '178000000 years')$$, '22008'),
+	('extend: ttl 178000000 years', $$SELECT inventory.extend(%2$L, 1, '178000000 years')$$, '22008'),
+	-- counts of rows
+	('fold: max_rows -2147483648', $$SELECT inventory.fold(-2147483648)$$, '22023'),
+	-- a key reused for another movement
+	('reserve: key of another quantity', $$SELECT inventory.reserve(%1$L, 3, %3$L)$$, '23505'),
+	('restock: key of a reservation', $$SELECT inventory.restock(%1$L, 2, %3$L)$$, '23505'),
+	-- state names
+	('state: Cyrillic E', $$SELECT U&'P\0415NDING'::inventory.state$$, '22P02'),
+	('state: SQL', $$SELECT 'PENDING''; DROP TABLE inventory.ledger; --'::inventory.state$$, '22P02'),
+	('state: NULL spelled', $$SELECT 'NULL'::inventory.state$$, '22P02'),
+	('state: 1 MB', $$SELECT repeat('X', 1048576)::inventory.state$$, '22P02');
+UPDATE errors SET who = 'admin' WHERE what ~ '^(restock|adjust|expire|fold):';
+
+SELECT throws_ok(CASE who WHEN 'admin' THEN pg_temp.by_admin(format(sql, :'p' || 'A', :'p' || 'fresh', :'p' || 'o1'))
+						  ELSE format(sql, :'p' || 'A', :'p' || 'fresh', :'p' || 'o1') END,
+				 sqlstate, NULL, what)
+  FROM errors ORDER BY what;
+
+------------------------------------------------------------------------------
+-- a read-only transaction reads, and a writing call in it is ERROR 25006
+------------------------------------------------------------------------------
+
+-- (committed, not rolled back: pgTAP records its tests in temporary
+-- tables, which a read-only transaction may write)
+BEGIN READ ONLY;
+SELECT is(inventory.available(pg_temp.n('A')), 7::bigint, 'a read-only transaction reads available()');
+SELECT throws_ok(format('SELECT inventory.reserve(%L, 1, %L)', pg_temp.n('A'), pg_temp.n('ro')),
+				 '25006', NULL, 'reserve in a read-only transaction: 25006');
+SELECT throws_ok(format('SELECT inventory.confirm(%L)', pg_temp.n('o1')),
+				 '25006', NULL, 'confirm in a read-only transaction: 25006');
+COMMIT;
+
+------------------------------------------------------------------------------
 -- PREPARE TRANSACTION after changing inventory: ERROR 0A000
 ------------------------------------------------------------------------------
 
@@ -282,7 +342,78 @@ SELECT is(pg_temp.read1(format('SELECT count(*) FROM inventory.sku WHERE starts_
 							   current_setting('inventory_test.prefix'))),
 		  '2', 'no SKU was created by a bad call');
 
--- settle what is left (o1, o-b255), and check the cache against the tables
+------------------------------------------------------------------------------
+-- hostile input that is a business outcome, table-driven
+------------------------------------------------------------------------------
+
+CREATE TEMP TABLE before AS
+	SELECT on_hand, reserved, version, inventory.available(sku) AS live
+	  FROM inventory.stock WHERE sku = :'p' || 'A';
+SELECT pg_temp.read1(format('SELECT count(*) FROM inventory.ledger WHERE starts_with(order_id, %L)', :'p'))
+	AS ledger_before \gset
+
+-- the SQL (%4$L: the run's prefix, which the hostile keys carry too), the
+-- status, who calls
+CREATE TEMP TABLE outcomes (what text, sql text, status text, who text DEFAULT 'app');
+INSERT INTO outcomes (what, sql, status) VALUES
+	('reserve: SQL-looking key', $$SELECT (inventory.reserve(%1$L, 1, %4$L || 'x''); DROP TABLE inventory.ledger; --')).status$$, 'ok'),
+	('reserve: format-string key', $$SELECT (inventory.reserve(%1$L, 1, %4$L || '%%s%%n%%x%%d')).status$$, 'ok'),
+	('reserve: key with newline and tab', $$SELECT (inventory.reserve(%1$L, 1, %4$L || E'line\n\tbreak')).status$$, 'ok'),
+	('reserve: emoji key', $$SELECT (inventory.reserve(%1$L, 1, %4$L || U&'\+01F6D2 cart')).status$$, 'ok'),
+	('reserve: batch_id -2147483648', $$SELECT (inventory.reserve(%1$L, 1, %2$L, -2147483648)).status$$, 'ok'),
+	('reserve: largest bigint', $$SELECT (inventory.reserve(%1$L, 9223372036854775807, %2$L, 7)).status$$, 'insufficient'),
+	('reserve: SQL-looking sku', $$SELECT (inventory.reserve('A''; DELETE FROM inventory.sku; --', 1, %2$L, 8)).status$$, 'unknown_sku'),
+	('reserve: sku padded with spaces', $$SELECT (inventory.reserve(' ' || %1$L || ' ', 1, %2$L, 9)).status$$, 'unknown_sku'),
+	('reserve: sku in other case', $$SELECT (inventory.reserve(upper(%1$L), 1, %2$L, 10)).status$$, 'unknown_sku'),
+	('reserve: negative expected_version', $$SELECT (inventory.reserve(%1$L, 1, %2$L, 11, expected_version => -1)).status$$, 'version_conflict'),
+	('reserve: largest expected_version', $$SELECT (inventory.reserve(%1$L, 1, %2$L, 12, expected_version => 9223372036854775807)).status$$, 'version_conflict'),
+	('confirm: SQL-looking key', $$SELECT (inventory.confirm(%4$L || 'x''); DROP TABLE inventory.ledger; --', 2)).status$$, 'not_found'),
+	('cancel: LIKE pattern key', $$SELECT (inventory.cancel('%%', 1)).status$$, 'not_found'),
+	('extend: unknown key', $$SELECT (inventory.extend('nothing here', 1, '1 hour')).status$$, 'not_found'),
+	('adjust: unknown sku', $$SELECT (inventory.adjust(%1$L || '-none', 5, %2$L, 13)).status$$, 'unknown_sku'),
+	('state: mixed case and white space', $$SELECT (E' \t ConFirmed \n'::inventory.state)::text$$, 'CONFIRMED');
+UPDATE outcomes SET who = 'admin' WHERE what ~ '^(adjust|expire):';
+
+-- what a query answers, in this session
+CREATE FUNCTION pg_temp.run(sql text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r text;
+BEGIN
+	EXECUTE sql INTO r;
+	RETURN r;
+END $$;
+
+SELECT is(CASE who WHEN 'admin' THEN pg_temp.admin_says(format(sql, :'p' || 'A', :'p' || 'fresh', NULL, :'p'))
+				   ELSE pg_temp.run(format(sql, :'p' || 'A', :'p' || 'fresh', NULL, :'p')) END,
+		  status, what)
+  FROM outcomes ORDER BY what;
+
+-- the hostile keys that were accepted are ordinary keys: replays are
+-- duplicates, each is stored verbatim, once
+SELECT is((inventory.reserve(:'p' || 'A', 1, :'p' || 'x''); DROP TABLE inventory.ledger; --')).status,
+		  'duplicate', 'the SQL-looking key replays as a duplicate');
+SELECT is(pg_temp.read1(format('SELECT count(*) FROM inventory.ledger WHERE order_id = %L',
+							   :'p' || 'x''); DROP TABLE inventory.ledger; --')),
+		  '1', 'and is stored once, verbatim');
+SELECT is(pg_temp.read1(format($$SELECT count(*) FROM inventory.ledger
+								  WHERE order_id IN (%L, %L, %L, %L)
+									AND kind = 'reserve' AND sku = %L AND qty = 1 AND state = 'PENDING'$$,
+							   :'p' || 'x''); DROP TABLE inventory.ledger; --', :'p' || '%s%n%x%d',
+							   :'p' || E'line\n\tbreak', :'p' || U&'\+01F6D2 cart', :'p' || 'A')),
+		  '4', 'every hostile key accepted is stored verbatim, as the reservation of one unit of A it was');
+SELECT is(pg_temp.read1(format('SELECT count(*) FROM inventory.sku WHERE sku IN (%L, %L, %L)',
+							   'A''; DELETE FROM inventory.sku; --', ' ' || :'p' || 'A' || ' ', upper(:'p' || 'A'))),
+		  '0', 'the hostile SKU names were unknown, and created no SKU');
+
+-- nothing else moved: five reservations of one unit were made above
+SELECT is((SELECT on_hand FROM inventory.stock WHERE sku = :'p' || 'A'),
+		  (SELECT on_hand FROM before), 'on_hand did not change');
+SELECT is(inventory.available(:'p' || 'A'), (SELECT live FROM before) - 5,
+		  'available changed only by the five accepted reservations');
+SELECT is(pg_temp.read1(format('SELECT count(*) FROM inventory.ledger WHERE starts_with(order_id, %L)', :'p'))::bigint,
+		  :'ledger_before'::bigint + 5, 'the ledger gained only their five rows');
+
+-- settle what is left (o1, o-b255, the hostile keys' reservations), and
+-- check the cache against the tables
 \ir lib/settle.sql
 
 SELECT * FROM finish();
