@@ -16,6 +16,7 @@ OBJS = \
 	src/api/cart.o \
 	src/api/db_stats.o \
 	src/api/reconciler_admin.o \
+	src/api/reservation.o \
 	src/api/reserve_now.o \
 	src/api/restore_admin.o \
 	src/api/stats.o \

@@ -376,3 +376,46 @@ COMMENT ON FUNCTION inventory.verify(interval) IS
 	'verify(), waiting up to wait for SKUs with changes in flight; an error (55000) names those still busy when the wait ends, so an empty answer means every cached SKU was compared';
 REVOKE EXECUTE ON FUNCTION inventory.verify(interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.verify(interval) TO inventory_admin, inventory_monitor;
+
+------------------------------------------------------------------------------
+-- What became of an order: its reservations, for the application that made
+-- them, and what settled each
+------------------------------------------------------------------------------
+
+-- NULL in the rows of a 0.2 dump: a COPY without it restores as before
+ALTER TABLE inventory.ledger ADD COLUMN settled_by text COLLATE "C";
+COMMENT ON COLUMN inventory.ledger.settled_by IS
+	'reserve: what settled it, stamped by the trigger: call (confirm or cancel), expiry, reconciler (its answer applied) or statement (an UPDATE by hand); NULL while PENDING, and for reservations settled before 0.3';
+
+CREATE TYPE inventory.reservation_line AS (
+	order_id	text,
+	batch_id	integer,
+	sku			text,
+	qty			bigint,
+	state		inventory.state,
+	created_at	timestamptz,
+	expires_at	timestamptz,
+	settled_at	timestamptz,
+	settled_by	text
+);
+COMMENT ON TYPE inventory.reservation_line IS
+	'a reservation as inventory.reservation() answers it';
+COMMENT ON COLUMN inventory.reservation_line.order_id IS 'the order''s key, as reserve() was given it';
+COMMENT ON COLUMN inventory.reservation_line.batch_id IS 'the line of the order';
+COMMENT ON COLUMN inventory.reservation_line.sku IS 'the SKU reserved';
+COMMENT ON COLUMN inventory.reservation_line.qty IS 'units reserved';
+COMMENT ON COLUMN inventory.reservation_line.state IS 'PENDING, CONFIRMED, CANCELLED or EXPIRED';
+COMMENT ON COLUMN inventory.reservation_line.created_at IS 'when the reservation was made';
+COMMENT ON COLUMN inventory.reservation_line.expires_at IS 'when it expires unless confirmed or cancelled (or extended)';
+COMMENT ON COLUMN inventory.reservation_line.settled_at IS 'when it left PENDING; NULL while PENDING';
+COMMENT ON COLUMN inventory.reservation_line.settled_by IS 'what settled it: call (confirm or cancel), expiry, reconciler (its answer applied) or statement (an UPDATE by hand); NULL while PENDING and for reservations settled before 0.3';
+
+CREATE FUNCTION inventory.reservation(order_id text, batch_id integer DEFAULT NULL)
+	RETURNS SETOF inventory.reservation_line
+	AS 'MODULE_PATHNAME', 'inventory_reservation' LANGUAGE C STABLE PARALLEL UNSAFE
+	SECURITY DEFINER ROWS 5;
+COMMENT ON FUNCTION inventory.reservation(text, integer) IS
+	'the reservations of an order (batch_id NULL: every line), with their state and what settled them; one lookup by key; durable when it answers';
+
+REVOKE EXECUTE ON FUNCTION inventory.reservation(text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.reservation(text, integer) TO inventory_app;

@@ -1008,3 +1008,68 @@ COMMENT ON FUNCTION inventory.verify(interval) IS
 	'verify(wait) of every node: waits on each node up to wait for SKUs with changes in flight; a node''s error names those still busy';
 REVOKE EXECUTE ON FUNCTION inventory.verify(interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.verify(interval) TO inventory_admin, inventory_monitor;
+
+------------------------------------------------------------------------------
+-- reservation(): the lines of an order, from the partitions of its SKU, or
+-- from every partition when the call names no SKU
+------------------------------------------------------------------------------
+
+CREATE TYPE inventory.reservation_line AS (
+	order_id	text,
+	batch_id	integer,
+	sku			text,
+	qty			bigint,
+	state		inventory.state,
+	created_at	timestamptz,
+	expires_at	timestamptz,
+	settled_at	timestamptz,
+	settled_by	text
+);
+COMMENT ON TYPE inventory.reservation_line IS
+	'a reservation as inventory.reservation() answers it, as the node''s';
+COMMENT ON COLUMN inventory.reservation_line.order_id IS 'the order''s key, as reserve() was given it';
+COMMENT ON COLUMN inventory.reservation_line.batch_id IS 'the line of the order';
+COMMENT ON COLUMN inventory.reservation_line.sku IS 'the SKU reserved';
+COMMENT ON COLUMN inventory.reservation_line.qty IS 'units reserved';
+COMMENT ON COLUMN inventory.reservation_line.state IS 'PENDING, CONFIRMED, CANCELLED or EXPIRED';
+COMMENT ON COLUMN inventory.reservation_line.created_at IS 'when the reservation was made';
+COMMENT ON COLUMN inventory.reservation_line.expires_at IS 'when it expires unless confirmed or cancelled (or extended)';
+COMMENT ON COLUMN inventory.reservation_line.settled_at IS 'when it left PENDING; NULL while PENDING';
+COMMENT ON COLUMN inventory.reservation_line.settled_by IS 'what settled it: call (confirm or cancel), expiry, reconciler (its answer applied) or statement (an UPDATE by hand); NULL while PENDING and for reservations settled before 0.3';
+
+CREATE FUNCTION inventory._reservation_lines(parts integer[], key_order text, key_batch integer,
+											 key_sku text)
+	RETURNS SETOF inventory.reservation_line
+	LANGUAGE plproxy
+	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+	AS $$
+	CLUSTER 'inventory_cluster';
+	SPLIT parts;
+	RUN ON parts;
+	SELECT r.* FROM inventory.reservation(key_order, key_batch) r
+	 WHERE key_sku IS NULL OR r.sku = key_sku;
+$$;
+COMMENT ON FUNCTION inventory._reservation_lines(integer[], text, integer, text) IS
+	'reservation() on these partitions (sku NULL: lines of any SKU)';
+
+CREATE FUNCTION inventory.reservation(order_id text, batch_id integer DEFAULT NULL,
+									  sku text DEFAULT NULL)
+	RETURNS SETOF inventory.reservation_line
+	LANGUAGE sql ROWS 5
+	AS $$
+	SELECT * FROM inventory._reservation_lines(
+		CASE WHEN $3 IS NULL THEN inventory._every_part() ELSE inventory._parts_of($3) END,
+		$1, $2, $3)
+	 ORDER BY batch_id, sku
+$$;
+COMMENT ON FUNCTION inventory.reservation(text, integer, text) IS
+	'the reservations of an order (batch_id NULL: every line) from the nodes: those of the SKU''s partitions, or every partition when sku is NULL';
+
+REVOKE EXECUTE ON FUNCTION
+	inventory._reservation_lines(integer[], text, integer, text),
+	inventory.reservation(text, integer, text)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+	inventory._reservation_lines(integer[], text, integer, text),
+	inventory.reservation(text, integer, text)
+TO inventory_app;

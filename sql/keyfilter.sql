@@ -75,7 +75,7 @@ VALUES ('k-by-hand', 1, 'restock', 'K-TEE', 1);
 \c - shop_app
 SELECT ok, status FROM inventory.reserve('K-TEE', 9, 'k-by-hand');
 \c - postgres
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 k-restored	1	restock	K-TEE	1	\N	\N	2026-01-01 00:00:00+00	\N	\N	f	\N
 \.
 \c - shop_app

@@ -1,4 +1,6 @@
--- a restore: COPY of every column, by the owner, as pg_dump writes them.
+-- a restore: COPY of every column, by the owner, as pg_dump writes them
+-- (the dumps here are 0.2's, whose ledger has no settled_by, but for the
+-- one of 0.3 that names it).
 -- The owner of the tables is the superuser who created the extension, as
 -- pg_restore runs it: every restoring COPY here is the superuser's; the
 -- application, the administrator and the monitor connect as themselves
@@ -17,7 +19,7 @@ X-LIM	5	1	2026-01-01 10:00:00+00	2	2026-01-01 00:00:00+00	2099-01-01 00:00:00+00
 X-TEE	-3	4	2026-01-01 10:00:00+00	\N	\N	\N
 X-MUG	5	1	2026-01-01 10:00:00+00	\N	\N	\N
 \.
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 x-in-1	1	restock	X-TEE	10	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 x-in-2	1	restock	X-MUG	5	\N	\N	2026-01-01 10:00:00+00	\N	\N	t	\N
 x-sold	1	reserve	X-TEE	3	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	t	\N
@@ -64,42 +66,63 @@ SELECT ok, status, state FROM inventory.confirm('x-open', 2);
 -- it the whole COPY
 \c - postgres
 SET search_path = public, inventory;
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 y-1	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f	\N
 y-2	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N
 \.
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 y-3	1	reserve	X-TEE	1	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f	\N
 \.
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 y-4	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	t	\N
 \.
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 y-5	1	reserve	X-TEE	1	\N	EXPIRED	2026-01-01 10:00:00+00	2026-01-01 10:15:00+00	2026-01-01 10:14:00+00	f	\N
 \.
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 y-6	1	reserve	X-TEE	1	\N	CANCELLED	2026-01-01 10:00:00+00	2026-01-01 10:15:00+00	2026-01-01 09:59:00+00	f	\N
 \.
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 y-7	1	restock	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
 \c - shop_admin
 SELECT count(*) AS landed FROM inventory.ledger WHERE order_id LIKE 'y-%';
 
+-- a dump of 0.3 names settled_by, which is restored as it was; a value it
+-- cannot have, or one on a PENDING reservation, is refused
+\c - postgres
+SET search_path = public, inventory;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id, settled_by) FROM stdin;
+v-1	1	reserve	X-TEE	1	\N	CANCELLED	2026-01-01 10:00:00+00	2026-01-01 10:15:00+00	2026-01-01 10:01:00+00	f	\N	call
+v-1	2	reserve	X-TEE	1	\N	EXPIRED	2026-01-01 10:00:00+00	2026-01-01 10:15:00+00	2026-01-01 10:15:00+00	f	\N	expiry
+\.
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id, settled_by) FROM stdin;
+v-2	1	reserve	X-TEE	1	\N	CANCELLED	2026-01-01 10:00:00+00	2026-01-01 10:15:00+00	2026-01-01 10:01:00+00	f	\N	nobody
+\.
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id, settled_by) FROM stdin;
+v-3	1	reserve	X-TEE	1	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f	\N	call
+\.
+-- what the application reads of restored reservations: settled_by as
+-- restored, none in a 0.2 dump's rows; a restock is not a reservation
+\c - shop_app
+SELECT * FROM inventory.reservation('v-1');
+SELECT * FROM inventory.reservation('x-paid');
+SELECT count(*) AS restocks FROM inventory.reservation('x-in-1');
+
 -- movements that together take more than the SKU has are refused as a
 -- whole, whatever their order
 \c - postgres
 SET search_path = public, inventory;
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 z-1	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 z-2	1	reserve	X-MUG	4	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N
 \.
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 z-3	1	reserve	X-MUG	4	\N	PENDING	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	\N	f	\N
 z-4	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
 -- but in any order when they add up
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 z-5	1	reserve	X-MUG	3	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N
 z-6	1	restock	X-MUG	3	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
@@ -110,7 +133,7 @@ SELECT * FROM inventory.stock WHERE sku = 'X-MUG';
 -- until its base row arrives, the SKU does not exist
 \c - postgres
 SET search_path = public, inventory;
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 w-in	1	restock	X-CAP	2	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 w-sold	1	reserve	X-CAP	5	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	f	\N
 w-open	1	reserve	X-CAP	1	\N	PENDING	2026-01-01 10:01:00+00	2099-01-01 00:00:00+00	\N	f	\N
@@ -144,7 +167,7 @@ SET search_path = public, inventory;
 COPY inventory.sku FROM stdin;
 X-BAD	-1	0	2026-01-01 10:00:00+00	\N	\N	\N
 \.
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 v-in	1	restock	X-MUG	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
 \c - shop_admin
@@ -156,7 +179,7 @@ DELETE FROM inventory.sku WHERE sku = 'X-BAD';
 \c - postgres
 SET search_path = public, inventory;
 COPY inventory.sku FROM PROGRAM $$seq 1 1500 | awk '{printf "X-MANY-%d\t0\t0\t2026-01-01 00:00:00+00\t\\N\t\\N\t\\N\n", $1}'$$;
-COPY inventory.ledger FROM PROGRAM $$seq 1 1500 | awk '{printf "m-%d\t1\trestock\tX-MANY-%d\t2\t\\N\t\\N\t2026-01-01 00:00:00+00\t\\N\t\\N\tf\t\\N\n", $1, $1}'$$;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM PROGRAM $$seq 1 1500 | awk '{printf "m-%d\t1\trestock\tX-MANY-%d\t2\t\\N\t\\N\t2026-01-01 00:00:00+00\t\\N\t\\N\tf\t\\N\n", $1, $1}'$$;
 \c - shop_app
 SELECT count(*) AS skus, sum(available) AS available FROM inventory.stock WHERE sku LIKE 'X-MANY-%';
 SELECT count(*) AS on_sale FROM generate_series(1, 1500) i
@@ -168,7 +191,7 @@ SELECT count(*) FROM inventory.verify();
 -- without it, and must add up with them
 \c - postgres
 SET search_path = public, inventory;
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 t-sold	1	reserve	X-HAT	3	\N	CONFIRMED	2026-01-01 10:01:00+00	2026-01-01 10:16:00+00	2026-01-01 10:02:00+00	f	\N
 \.
 \c - shop_admin
@@ -183,7 +206,7 @@ SELECT * FROM inventory.stock WHERE sku = 'X-HAT';
 \c - postgres
 SET search_path = public, inventory;
 BEGIN;
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 s-1	1	restock	X-TEE	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
 SELECT inventory.available('X-TEE');
@@ -191,7 +214,7 @@ SELECT ok, status FROM inventory.reserve('X-TEE', 1, 's-2');
 ROLLBACK;
 BEGIN;
 SELECT ok, status FROM inventory.restock('X-TEE', 1, 's-3');
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 s-4	1	restock	X-TEE	1	\N	\N	2026-01-01 10:00:00+00	\N	\N	f	\N
 \.
 ROLLBACK;
@@ -206,8 +229,8 @@ COPY inventory.ledger (order_id, batch_id, kind, sku, qty, state) FROM stdin;
 u-1	1	reserve	X-TEE	1	CONFIRMED
 \.
 \c - shop_admin
-COPY inventory.ledger FROM stdin;
-u-2	1	reserve	X-TEE	1	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id, settled_by) FROM stdin;
+u-2	1	reserve	X-TEE	1	\N	CONFIRMED	2026-01-01 10:00:00+00	2099-01-01 00:00:00+00	2026-01-01 10:01:00+00	f	\N	call
 \.
 -- INSERT never is, not even the owner's
 \c - postgres

@@ -1,7 +1,8 @@
 /*
  * restore.c
  *	  Recognises a restore: COPY FROM into inventory.sku or inventory.ledger,
- *	  of every column, by the owner of the table.
+ *	  of every column (a dump of an earlier version may lack the columns
+ *	  added since), by the owner of the table.
  *
  * pg_dump writes the tables' rows as they are -- reservations in every
  * state, folded movements, SKUs' base counters -- and pg_restore, or psql
@@ -40,8 +41,9 @@
  * finishes the restore (the tables are checked whole, and neither may be
  * missing) or abandons it.
  *
- * An INSERT is never a restore, nor a COPY of some of the columns: they
- * follow the rules of a new movement, whoever runs them.
+ * An INSERT is never a restore, nor a COPY of some of the columns (but for
+ * the columns a dump of an earlier version lacks, added_later): they follow
+ * the rules of a new movement, whoever runs them.
  *
  * With wal_level logical, each restoring COPY is bracketed by markers
  * (markers.c), so that a consumer of the logical decoding stream can tell
@@ -98,25 +100,63 @@ LockRestore(Oid sku_rel)
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
-/* Does the COPY name every column, as pg_dump's do (or none, meaning all)? */
+/*
+ * Columns that a later version added, which a dump of an earlier one does
+ * not have: its COPY leaves them NULL, as the rows it restores had none.
+ */
+static const char *const added_later[] = {
+	"buyer_id", "max_per_buyer", "sale_starts", "sale_ends",	/* 0.2 */
+	"settled_by",				/* 0.3 */
+};
+
+static bool
+AddedLater(const char *column)
+{
+	for (int i = 0; i < (int) lengthof(added_later); i++)
+	{
+		if (strcmp(column, added_later[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Does the COPY name every column, as pg_dump's do (or none, meaning all),
+ * but those a dump of an earlier version lacks?
+ */
 static bool
 CopiesWholeRows(CopyStmt *stmt, Oid relid)
 {
 	Relation	rel;
-	int			live = 0;
+	TupleDesc	desc;
+	bool		whole = true;
 
 	if (stmt->attlist == NIL)
 		return true;
 	/* the lock COPY FROM takes next */
 	rel = table_open(relid, RowExclusiveLock);
-	for (int i = 0; i < RelationGetDescr(rel)->natts; i++)
+	desc = RelationGetDescr(rel);
+	for (int i = 0; i < desc->natts && whole; i++)
 	{
-		if (!TupleDescAttr(RelationGetDescr(rel), i)->attisdropped)
-			live++;
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		const char *name = NameStr(att->attname);
+		bool		named = false;
+		ListCell   *lc;
+
+		if (att->attisdropped || AddedLater(name))
+			continue;
+		foreach(lc, stmt->attlist)
+		{
+			if (strcmp(strVal(lfirst(lc)), name) == 0)
+			{
+				named = true;
+				break;
+			}
+		}
+		whole = named;
 	}
 	table_close(rel, NoLock);
-	/* COPY itself refuses a column named twice */
-	return list_length(stmt->attlist) == live;
+	return whole;
 }
 
 /*

@@ -89,10 +89,11 @@ CheckMovement(const LedgerRow *row)
 				 errdetail("The row has qty %lld.", (long long) row->qty)));
 	if (row->kind != INV_KIND_RESERVE)
 	{
-		if (row->has_state || row->has_expires_at || row->has_settled_at)
+		if (row->has_state || row->has_expires_at || row->has_settled_at ||
+			row->settled_by != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("a %s has no state, expires_at or settled_at",
+					 errmsg("a %s has no state, expires_at, settled_at or settled_by",
 							LedgerKindName(row->kind)),
 					 errdetail("Only reservations have a lifecycle.")));
 		if (row->kind != INV_KIND_ADJUST && row->has_counted)
@@ -123,8 +124,9 @@ CheckMovement(const LedgerRow *row)
  * A movement restored by COPY (restore.c) may be in any state and folded,
  * but only as the state machine and the worker leave a movement: a settled
  * reservation has settled_at, no earlier than created_at and, when it
- * expired, no earlier than expires_at; a PENDING one has neither settled_at
- * nor a fold.
+ * expired, no earlier than expires_at, and settled_by one of its values or
+ * none (a dump of 0.2 has no settled_by); a PENDING one has neither
+ * settled_at, settled_by nor a fold.
  */
 static void
 CheckRestoredMovement(const LedgerRow *row)
@@ -138,12 +140,18 @@ CheckRestoredMovement(const LedgerRow *row)
 				 errmsg("a restored reservation must have a state and expires_at")));
 	if (row->state == INV_PENDING)
 	{
-		if (row->has_settled_at || row->folded)
+		if (row->has_settled_at || row->settled_by != NULL || row->folded)
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("a restored PENDING reservation cannot have settled_at or be folded")));
+					 errmsg("a restored PENDING reservation cannot have settled_at, settled_by or a fold")));
 		return;
 	}
+	if (row->settled_by != NULL && !LedgerSettledByValid(row->settled_by))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("settled_by of a restored reservation cannot be \"%s\"",
+						text_to_cstring(row->settled_by)),
+				 errdetail("A reservation is settled by a call, the expiry, a reconciler or a statement.")));
 	if (!row->has_settled_at)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
@@ -183,10 +191,10 @@ CheckNewMovement(const LedgerRow *row)
 					 errmsg("a new reservation must be PENDING, not %s",
 							InvStateName(row->state)),
 					 errdetail("A reservation is settled by confirm, cancel or expiry after it is made.")));
-		if (row->has_settled_at)
+		if (row->has_settled_at || row->settled_by != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("a new reservation cannot have settled_at")));
+					 errmsg("a new reservation cannot have settled_at or settled_by")));
 	}
 }
 
@@ -246,6 +254,7 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 	int			cols[3];
 	Datum		vals[3];
 	bool		nulls[3] = {false, false, false};
+	text	   *settler = NULL;
 
 	if (TRIGGER_FIRED_BY_DELETE(ev))
 	{
@@ -347,7 +356,8 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 
 		if (old.kind != INV_KIND_RESERVE)
 		{
-			Immutable(new.has_state || new.has_expires_at || new.has_settled_at, "state");
+			Immutable(new.has_state || new.has_expires_at || new.has_settled_at ||
+					  new.settled_by != NULL, "state");
 		}
 		else if (!new.has_state)
 			ereport(ERROR,
@@ -363,6 +373,13 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 			 */
 			cols[ncols] = cat->l_settled_at;
 			vals[ncols++] = TimestampTzGetDatum(Max(now, old.created_at));
+			/* what settles it: a call, the expiry, a reconciler, a statement */
+			if (cat->l_settled_by != InvalidAttrNumber)
+			{
+				settler = cstring_to_text(LedgerSettledByName(SandboxSettledBy()));
+				cols[ncols] = cat->l_settled_by;
+				vals[ncols++] = PointerGetDatum(settler);
+			}
 		}
 		else
 		{
@@ -378,6 +395,9 @@ LedgerBefore(TriggerData *td, const InvCatalog *cat)
 						 errdetail("Only a PENDING reservation can be extended.")));
 			Immutable(new.has_settled_at != old.has_settled_at ||
 					  new.settled_at != old.settled_at, "settled_at");
+			Immutable((old.settled_by == NULL) != (new.settled_by == NULL) ||
+					  (old.settled_by != NULL && !TextEqual(old.settled_by, new.settled_by)),
+					  "settled_by");
 		}
 	}
 

@@ -15,6 +15,7 @@
 #include "utils/timestamp.h"
 
 #include "maintenance/expire.h"
+#include "tables/sandbox.h"
 #include "tables/catalog.h"
 #include "tables/stmt.h"
 
@@ -74,7 +75,7 @@ ExpireOverdue(int64 max_rows, TimestampTz *from)
 	if (max_rows < 0)
 		nulls[1] = 'n';
 	spi = InvSpiConnect();
-	InvStmtRun(&expire_batch, values, nulls, false, 1);
+	SandboxRunSettle(&expire_batch, values, nulls, 1, INV_SETTLED_BY_EXPIRY, false);
 	{
 		bool		isnull;
 		Datum		d;

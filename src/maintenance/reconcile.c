@@ -436,12 +436,11 @@ Settle(Answer answer, Datum order_id, TimestampTz now, bool waited)
 
 	values[0] = order_id;
 	values[1] = TimestampTzGetDatum(now);
-	/* the one write that may confirm past expires_at (trigger.c) */
-	if (answer == ANSWER_CONFIRM)
-		n = SandboxRunLateConfirm(&confirm_order, values);
-	else
-		n = InvStmtRun(answer == ANSWER_CANCEL ? &cancel_order : &expire_order,
-					   values, NULL, false, 0);
+	/* a confirm here is past expires_at, which the trigger allows it */
+	n = SandboxRunSettle(answer == ANSWER_CONFIRM ? &confirm_order :
+						 answer == ANSWER_CANCEL ? &cancel_order : &expire_order,
+						 values, NULL, 0, INV_SETTLED_BY_RECONCILER,
+						 answer == ANSWER_CONFIRM);
 	if (waited)
 		InvStmtRunAsOwner(&forget_order, values);
 	return n;

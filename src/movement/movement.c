@@ -269,7 +269,8 @@ MovementSettle(ReservationOp op, text *order_id, int32 batch_id,
 			op == OP_CANCEL ? &cancel_pending : &extend_pending;
 
 		spi = InvSpiConnect();
-		if ((late ? SandboxRunLateConfirm(&confirm_late, values) : InvStmtRun(stmt, values, NULL, false, 0)) == 1)
+		if (SandboxRunSettle(late ? &confirm_late : stmt, values, NULL, 0,
+							 INV_SETTLED_BY_CALL, late) == 1)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[0];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
@@ -323,7 +324,8 @@ MovementSettle(ReservationOp op, text *order_id, int32 batch_id,
 			uint64		expired;
 
 			spi = InvSpiConnect();
-			expired = InvStmtRun(&expire_one, values, NULL, false, 0);
+			expired = SandboxRunSettle(&expire_one, values, NULL, 0,
+									   INV_SETTLED_BY_EXPIRY, false);
 			InvSpiFinish(spi);
 			if (expired == 1)
 			{

@@ -123,6 +123,8 @@ InvGetCatalog(void)
 	catalog.s_max_per_buyer = get_attnum(catalog.sku_rel, "max_per_buyer");
 	catalog.s_sale_starts = get_attnum(catalog.sku_rel, "sale_starts");
 	catalog.s_sale_ends = get_attnum(catalog.sku_rel, "sale_ends");
+	/* added in 0.3 */
+	catalog.l_settled_by = get_attnum(catalog.ledger_rel, "settled_by");
 
 	catalog_valid = true;
 	return &catalog;

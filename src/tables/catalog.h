@@ -37,6 +37,7 @@ typedef struct InvCatalog
 	AttrNumber	l_settled_at;
 	AttrNumber	l_folded;
 	AttrNumber	l_buyer_id;		/* InvalidAttrNumber in 0.1 */
+	AttrNumber	l_settled_by;	/* InvalidAttrNumber before 0.3 */
 
 	/* column numbers of inventory.sku */
 	AttrNumber	s_sku;

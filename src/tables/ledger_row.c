@@ -74,6 +74,32 @@ LedgerKindName(InvKind kind)
 	return kind_names[kind];
 }
 
+static const char *const settled_by_names[] = {
+	[INV_SETTLED_BY_STATEMENT] = "statement",
+	[INV_SETTLED_BY_CALL] = "call",
+	[INV_SETTLED_BY_EXPIRY] = "expiry",
+	[INV_SETTLED_BY_RECONCILER] = "reconciler",
+};
+
+const char *
+LedgerSettledByName(InvSettledBy by)
+{
+	return settled_by_names[by];
+}
+
+/* Is name one of settled_by's values?  For a restored row. */
+bool
+LedgerSettledByValid(text *name)
+{
+	for (int b = INV_SETTLED_BY_STATEMENT; b <= INV_SETTLED_BY_RECONCILER; b++)
+	{
+		if (VARSIZE_ANY_EXHDR(name) == strlen(settled_by_names[b]) &&
+			memcmp(VARDATA_ANY(name), settled_by_names[b], strlen(settled_by_names[b])) == 0)
+			return true;
+	}
+	return false;
+}
+
 /*
  * A reservation holds its quantity while PENDING and removes it from on_hand
  * once CONFIRMED.  Every committed change counts one version: a reservation
@@ -187,6 +213,9 @@ LedgerDecode(HeapTuple tup, TupleDesc desc, LedgerRow *row)
 	row->buyer_id = NULL;
 	if (cat->l_buyer_id != InvalidAttrNumber && !nulls[cat->l_buyer_id - 1])
 		row->buyer_id = DatumGetTextPP(values[cat->l_buyer_id - 1]);
+	row->settled_by = NULL;
+	if (cat->l_settled_by != InvalidAttrNumber && !nulls[cat->l_settled_by - 1])
+		row->settled_by = DatumGetTextPP(values[cat->l_settled_by - 1]);
 
 	if (values != values_buf)
 	{

@@ -23,6 +23,15 @@ typedef enum InvKind
 	INV_KIND_WITHDRAW			/* available units taken out of on_hand */
 } InvKind;
 
+/* What settled a reservation: the ledger's settled_by, stamped by the trigger. */
+typedef enum InvSettledBy
+{
+	INV_SETTLED_BY_STATEMENT = 1,	/* an UPDATE of the ledger by hand */
+	INV_SETTLED_BY_CALL,		/* confirm(), cancel() and their order forms */
+	INV_SETTLED_BY_EXPIRY,		/* the expiry: the worker, expire(), a late call */
+	INV_SETTLED_BY_RECONCILER	/* the expiry applying a reconciler's answer */
+} InvSettledBy;
+
 /*
  * A ledger row, decoded: the one shape in which the code reads a movement,
  * from the trigger, a lookup by key or a load of the cache.  Text fields
@@ -49,6 +58,7 @@ typedef struct LedgerRow
 	TimestampTz settled_at;
 	bool		folded;
 	text	   *buyer_id;		/* NULL: none */
+	text	   *settled_by;		/* NULL: none (or before 0.3) */
 } LedgerRow;
 
 extern void LedgerRowInit(void);
@@ -56,6 +66,8 @@ extern TimestampTz LedgerDefaultExpiresAt(TimestampTz now);
 
 extern InvKind LedgerParseKind(const char *str, int len);
 extern const char *LedgerKindName(InvKind kind);
+extern const char *LedgerSettledByName(InvSettledBy by);
+extern bool LedgerSettledByValid(text *name);
 extern void LedgerEffect(InvKind kind, bool has_state, InvState state,
 						 int64 qty, InvEffect *effect);
 extern void LedgerRowEffect(const LedgerRow *row, InvEffect *effect);

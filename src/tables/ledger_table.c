@@ -477,3 +477,45 @@ LedgerOrderBatches(text *order_id, int32 **batch_ids)
 	UnregisterSnapshot(snapshot);
 	return n;
 }
+
+/*
+ * The reservations of an order (of one of its lines when has_batch_id), in
+ * the order of batch_id, as the caller's statement sees them: read from the
+ * key's index.  Returns how many; *rows is palloc'd, its rows copies that
+ * outlive the scan.
+ */
+int
+LedgerOrderReservations(text *order_id, bool has_batch_id, int32 batch_id,
+						LedgerRow **rows)
+{
+	const InvCatalog *cat = InvGetCatalog();
+	ScanKeyData keys[2];
+	KeyScan		ks;
+	int			n = 0;
+	int			cap = 4;
+
+	*rows = palloc(cap * sizeof(LedgerRow));
+	KeyScanOpen(&ks, cat->ledger_rel, cat->ledger_key_index);
+	KeyScanTextKey(&ks, &keys[0], order_id);
+	if (has_batch_id)
+		ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
+							   InvalidOid, F_INT4EQ, Int32GetDatum(batch_id));
+	KeyScanStart(&ks, GetActiveSnapshot(), keys, has_batch_id ? 2 : 1);
+	while (KeyScanNext(&ks))
+	{
+		LedgerRow	row;
+
+		CHECK_FOR_INTERRUPTS();
+		LedgerDecode(ExecCopySlotHeapTuple(ks.slot), RelationGetDescr(ks.heap), &row);
+		if (row.kind != INV_KIND_RESERVE)
+			continue;
+		if (n == cap)
+		{
+			cap *= 2;
+			*rows = repalloc(*rows, cap * sizeof(LedgerRow));
+		}
+		(*rows)[n++] = row;
+	}
+	KeyScanEnd(&ks);
+	return n;
+}

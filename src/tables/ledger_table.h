@@ -62,5 +62,7 @@ extern bool LedgerReadTruth(const char *sku, InvEffect *truth, int64 *unfolded,
 							InvRules *rules);
 extern int64 LedgerBuyerHolding(text *sku, text *buyer_id);
 extern int	LedgerOrderBatches(text *order_id, int32 **batch_ids);
+extern int	LedgerOrderReservations(text *order_id, bool has_batch_id,
+									int32 batch_id, LedgerRow **rows);
 
 #endif							/* INVENTORY_LEDGER_TABLE_H */

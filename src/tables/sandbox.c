@@ -2,12 +2,14 @@
  * sandbox.c
  *	  What runs in this backend now.
  *
- * Three backend-local flags: an ask of an application's reconciler (the
- * cache, the trigger and the hooks of enforce/ask_fence.c refuse the
- * inventory API and the inventory tables while it runs), the one UPDATE
- * that may confirm a reservation past its expires_at (the trigger allows
- * it then only), and a fold (maintenance/fold.c: the trigger lets only a
- * fold mark rows folded and move their effect into the base rows).
+ * Backend-local flags: an ask of an application's reconciler (the cache,
+ * the trigger and the hooks of enforce/ask_fence.c refuse the inventory
+ * API and the inventory tables while it runs), a settle of the extension's
+ * own (the trigger stamps settled_by with what runs it; an UPDATE by hand
+ * is stamped "statement"), the settle that may confirm a reservation past
+ * its expires_at (the trigger allows it then only), and a fold
+ * (maintenance/fold.c: the trigger lets only a fold mark rows folded and
+ * move their effect into the base rows).
  */
 #include "postgres.h"
 
@@ -15,6 +17,7 @@
 
 bool		inv_asking = false;
 static bool late_confirm = false;
+static InvSettledBy settled_by = INV_SETTLED_BY_STATEMENT;
 static bool folding = false;
 
 void
@@ -52,23 +55,34 @@ SandboxLateConfirmAllowed(void)
 	return late_confirm;
 }
 
+/* What settles reservations now: "statement" outside SandboxRunSettle(). */
+InvSettledBy
+SandboxSettledBy(void)
+{
+	return settled_by;
+}
+
 /*
- * Runs a statement that may confirm reservations past their expires_at:
- * the expiry applying a reconciler's answer, or a late confirm() while a
- * reconciler is set.  The rows processed.
+ * Runs a statement of the extension's that settles reservations, for by:
+ * the trigger stamps them so.  late_confirm: it may confirm reservations
+ * past their expires_at (the expiry applying a reconciler's answer, or a
+ * late confirm() while a reconciler is set).  The rows processed.
  */
 uint64
-SandboxRunLateConfirm(InvStmt *stmt, Datum *values)
+SandboxRunSettle(InvStmt *stmt, Datum *values, const char *nulls, int tcount,
+				 InvSettledBy by, bool late)
 {
 	volatile uint64 n = 0;
 
-	late_confirm = true;
+	settled_by = by;
+	late_confirm = late;
 	PG_TRY();
 	{
-		n = InvStmtRun(stmt, values, NULL, false, 0);
+		n = InvStmtRun(stmt, values, nulls, false, tcount);
 	}
 	PG_FINALLY();
 	{
+		settled_by = INV_SETTLED_BY_STATEMENT;
 		late_confirm = false;
 	}
 	PG_END_TRY();

@@ -1,14 +1,16 @@
 /*
  * sandbox.h
  *	  What runs in this backend now: the code of an application's
- *	  reconciler, which may not touch the extension, the one UPDATE that
- *	  may confirm a reservation past its expires_at, or a fold.
+ *	  reconciler, which may not touch the extension, a settle of the
+ *	  extension's own (which may confirm a reservation past its expires_at
+ *	  only when it says so), or a fold.
  */
 #ifndef INVENTORY_SANDBOX_H
 #define INVENTORY_SANDBOX_H
 
 #include "postgres.h"
 
+#include "tables/ledger_row.h"
 #include "tables/stmt.h"
 
 /* an ask of a reconciler runs now */
@@ -32,6 +34,8 @@ SandboxRefuse(void)
 extern bool SandboxLateConfirmAllowed(void);
 extern void SandboxSetFolding(bool on);
 extern bool SandboxFolding(void);
-extern uint64 SandboxRunLateConfirm(InvStmt *stmt, Datum *values);
+extern InvSettledBy SandboxSettledBy(void);
+extern uint64 SandboxRunSettle(InvStmt *stmt, Datum *values, const char *nulls,
+							   int tcount, InvSettledBy by, bool late_confirm);
 
 #endif							/* INVENTORY_SANDBOX_H */

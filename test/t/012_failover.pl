@@ -91,6 +91,12 @@ $primary->wait_for_catchup($standby, 'replay');
 is(as_app($standby, 'postgres',
 	"SELECT string_agg(inventory.available(sku)::text, ' ') FROM unnest($SKU_LIST) sku"),
 	join(' ', (50) x @SKUS), 'after replay, available() on the standby follows');
+is(as_app($standby, 'postgres', q{
+SELECT string_agg(order_id || ':' || state || ':' || coalesce(settled_by, '-'), ' ' ORDER BY order_id)
+  FROM inventory.reservation('early-F-01') UNION ALL
+SELECT string_agg(order_id || ':' || state || ':' || coalesce(settled_by, '-'), ' ' ORDER BY order_id)
+  FROM inventory.reservation('early-F-02')}),
+	"early-F-01:CONFIRMED:call\nearly-F-02:PENDING:-", 'reservation() on the standby reads what replay brought');
 is(as_monitor($standby, 'postgres', q{
 SELECT count(*) FROM inventory.stock s
  WHERE s.available IS DISTINCT FROM inventory.available(s.sku)}),
@@ -127,6 +133,12 @@ SELECT count(*) FROM inventory.worker_status;
 my $admin_round = qq{
 SELECT count(*) FROM inventory.ledger WHERE state = 'PENDING';
 } . $monitor_round;
+# an order's reservations: the application's and the administrator's
+my $order_round = qq{
+SELECT count(*) FROM inventory.reservation('early-F-01');
+};
+$app_round .= $order_round;
+$admin_round .= $order_round;
 my $dir = PostgreSQL::Test::Utils::tempdir;
 my @readers;
 for my $r ([ 'shop_app', $app_round ], [ 'shop_monitor', $monitor_round ], [ 'shop_admin', $admin_round ])

@@ -307,7 +307,7 @@ INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)
 SELECT 'hand-r-' || i, 1, 'reserve', 'KF-OPEN', 1, now() + interval '1 hour' FROM generate_series(1, 50) i;
 })
 	. run_as($primary, undef, 'postgres', q{
-COPY inventory.ledger FROM stdin;
+COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM stdin;
 restored-1	1	restock	KF-OPEN	5	\N	\N	2026-01-01 00:00:00+00	\N	\N	f	\N
 restored-2	-1	restock	KF-OPEN	5	\N	\N	2026-01-01 00:00:00+00	\N	\N	f	\N
 restored-3	1	restock	KF-OPEN	5	\N	\N	2026-01-01 00:00:00+00	\N	\N	t	\N

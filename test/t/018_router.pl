@@ -121,13 +121,14 @@ SELECT p.proname || '(' || pg_get_function_arguments(p.oid) || ') ' || pg_get_fu
  WHERE p.pronamespace = 'inventory'::regnamespace
    AND p.proname IN ('reserve', 'confirm', 'cancel', 'extend', 'restock', 'adjust', 'withdraw', 'available',
 					 'set_rules', 'reserve_cart', 'reserve_many', 'confirm_order', 'cancel_order',
-					 'verify', 'sku_stats', 'expire', 'fold', 'stats_reset', 'can_transition', 'is_final')
+					 'reservation', 'verify', 'sku_stats', 'expire', 'fold', 'stats_reset', 'can_transition', 'is_final')
  ORDER BY 1};
 my $node_api = node_sql(0, $api);
 $node_api =~ s/^((?:confirm|cancel)\(order_id text, batch_id integer DEFAULT 1)\)/$1, sku text DEFAULT NULL::text)/mg;
 $node_api =~ s/^(extend\(order_id text, batch_id integer, ttl interval)\)/$1, sku text DEFAULT NULL::text)/m;
+$node_api =~ s/^(reservation\(order_id text, batch_id integer DEFAULT NULL::integer)\)/$1, sku text DEFAULT NULL::text)/m;
 is(mon($api), $node_api,
-	'the router has the node\'s functions, arguments and results (and a last sku for confirm, cancel, extend)');
+	'the router has the node\'s functions, arguments and results (and a last sku for confirm, cancel, extend, reservation)');
 
 my $result_type = q{
 SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
@@ -509,6 +510,14 @@ is(app(
 is(app(
 	"SELECT string_agg(sku || ':' || status || ':' || state, ' ' ORDER BY sku) FROM inventory.confirm_order('xc-1')"),
 	join(' ', map { "$_:ok:CONFIRMED" } sort @X[0, 2, 3]), 'confirm_order settles the lines on every node');
+# what the application reads of the order: its lines from every node, or
+# from the partition of the SKU it names
+my $lines = q{SELECT string_agg(batch_id || ':' || sku || ':' || state || ':' || settled_by, ' ' ORDER BY batch_id) FROM inventory.reservation(%s)};
+is(app(sprintf($lines, "'xc-1'")), "1:$X[2]:CONFIRMED:call 2:$X[0]:CONFIRMED:call 3:$X[3]:CONFIRMED:call",
+	'reservation() reads the lines of an order from every node, in the order of batch_id');
+is(app(sprintf($lines, "'xc-1', 2")), "2:$X[0]:CONFIRMED:call", 'reservation() of one line');
+is(app(sprintf($lines, "'xc-1', NULL, '$X[3]'")), "3:$X[3]:CONFIRMED:call",
+	'reservation() with a SKU: the lines of that SKU');
 
 # a refused line on the last node: the lines made on the others are
 # cancelled by key, nothing is held anywhere; another reservation of the
@@ -592,6 +601,11 @@ like($stderr, qr/ERROR:  XX000: .*\[inv_p$down\] .*(connect|connection)/,
 	'a SKU of the node down fails, the error naming its database');
 is(join(' ', map { app("SELECT status FROM inventory.reserve('$X[$_]', 1, 'while-down-$_')") } grep { $_ != $down } 0 .. 3),
 	'ok ok ok', 'the SKUs of every other node sell on');
+is(app(sprintf($lines, "'xc-1', NULL, '$X[0]'")), "2:$X[0]:CONFIRMED:call",
+	'reservation() with a SKU asks its partition only: it answers while another node is down');
+($ret, $stdout, $stderr) = try_as('shop_app', "\\set VERBOSITY verbose\n" . sprintf($lines, "'xc-1'"));
+like($stderr, qr/ERROR:  XX000: .*\[inv_p$down\]/,
+	'without a SKU it asks every partition, and fails with the error of the node down: never a partial answer');
 is(admin(q{SELECT string_agg(part || ':' || reachable || ':' || (error IS NOT NULL) || ':' || coalesce((error LIKE '%[inv_p' || part || ']%')::text, ''), ' ' ORDER BY part) FROM inventory.nodes}),
 	join(' ', map { $_ == $down ? "$_:false:true:true" : "$_:true:false:" } 0 .. 3),
 	'inventory.nodes shows the node down, with its error');

@@ -324,7 +324,7 @@ is(marker('half6'), 't|f', 'the marker still stands');
 # restore, so every SKU is checked then, also one without movements
 $node->safe_psql('postgres', 'CREATE DATABASE half8');
 $node->safe_psql('half8', 'CREATE EXTENSION inventory');
-$node->safe_psql('half8', q{COPY inventory.ledger FROM PROGRAM $$printf 'r-in\t1\trestock\tR-1\t3\t\\N\t\\N\t2026-01-01 00:00:00+00\t\\N\t\\N\tf\t\\N\n'$$});
+$node->safe_psql('half8', q{COPY inventory.ledger (order_id, batch_id, kind, sku, qty, counted, state, created_at, expires_at, settled_at, folded, buyer_id) FROM PROGRAM $$printf 'r-in\t1\trestock\tR-1\t3\t\\N\t\\N\t2026-01-01 00:00:00+00\t\\N\t\\N\tf\t\\N\n'$$});
 is(marker('half8'), 'f|t', 'the ledger restored first: the marker stands');
 ($rc, $out, $err) = $node->psql('half8', "\\set VERBOSITY verbose\n"
 	. q{COPY inventory.sku FROM PROGRAM $$printf 'R-1\t0\t0\t2026-01-01 00:00:00+00\t\\N\t\\N\t\\N\nX\t-5\t0\t2026-01-01 00:00:00+00\t\\N\t\\N\t\\N\n'$$});

@@ -173,6 +173,7 @@ my %CALL = (
 	'inventory.key_filter_rebuild' => q{SELECT inventory.key_filter_rebuild()},
 	'inventory.movement_stats' => q{SELECT count(*) FROM inventory.movement_stats()},
 	'inventory.reconcile_stats' => q{SELECT count(*) FROM inventory.reconcile_stats()},
+	'inventory.reservation' => q{SELECT string_agg(state::text, ' ') FROM inventory.reservation('%1$s-k-held')},
 	'inventory.reserve' => q{SELECT status FROM inventory.reserve('%1$s-reserve', 1, '%1$s-k-reserve')},
 	'inventory.reserve_cart' => q{SELECT string_agg(status, ' ') FROM inventory.reserve_cart('%1$s-k-cart', '{%1$s-cart}', '{1}')},
 	'inventory.reserve_many' => q{SELECT string_agg(status, ' ') FROM inventory.reserve_many('{%1$s-many}', '{1}', '{%1$s-k-many}')},
@@ -194,7 +195,7 @@ my %CALL = (
 my %ANSWER = (
 	'inventory.adjust' => 'ok', 'inventory.available' => '5', 'inventory.cancel' => 'ok',
 	'inventory.cancel_order' => 'ok', 'inventory.confirm' => 'ok', 'inventory.confirm_order' => 'ok',
-	'inventory.extend' => 'ok', 'inventory.reserve' => 'ok', 'inventory.reserve_cart' => 'ok',
+	'inventory.extend' => 'ok', 'inventory.reservation' => 'PENDING', 'inventory.reserve' => 'ok', 'inventory.reserve_cart' => 'ok',
 	'inventory.reserve_many' => 'ok', 'inventory.reserve_now' => 'ok', 'inventory.restock' => 'ok',
 	'inventory.withdraw' => 'ok', 'inventory.verify' => '0', 'inventory.stop_worker' => 'f',
 	'inventory.can_transition' => 't', 'inventory.is_final' => 't', 'inventory.effect_on_hand' => '-2',
@@ -208,8 +209,8 @@ for my $role (qw(inventory_app inventory_admin))
 {
 	my $l = $LOGIN{$role};
 	$prepare .= "SELECT inventory.restock('$l-$_', 5, '$l-in-$_');\n"
-	  for qw(adjust available cancel confirm extend reserve cart cartx many manyx now withdraw rules);
-	$prepare .= "SELECT inventory.reserve('$l-$_', 1, '$l-k-$_');\n" for qw(cancel confirm extend);
+	  for qw(adjust available cancel confirm extend held reserve cart cartx many manyx now withdraw rules);
+	$prepare .= "SELECT inventory.reserve('$l-$_', 1, '$l-k-$_');\n" for qw(cancel confirm extend held);
 	$prepare .= "SELECT inventory.reserve_cart('$l-k-cartx', '{$l-cartx}', '{1}');\n";
 	$prepare .= "SELECT inventory.reserve_many('{$l-manyx}', '{1}', '{$l-k-manyx}');\n";
 }
