@@ -35,6 +35,21 @@ FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.reserve_now(text, bigint, text, integer, interval, text)
 TO inventory_app;
 
+CREATE FUNCTION inventory.reserve_now_result(sku text, qty bigint, order_id text,
+											 batch_id integer DEFAULT 1,
+											 ttl interval DEFAULT NULL,
+											 buyer_id text DEFAULT NULL)
+	RETURNS inventory.result
+	AS 'MODULE_PATHNAME', 'inventory_reserve_now_result' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER;
+COMMENT ON FUNCTION inventory.reserve_now_result(text, bigint, text, integer, interval, text) IS
+	'reserve_now() answering the whole inventory.result (expires_at for a checkout''s countdown); outside a transaction block only';
+
+REVOKE EXECUTE ON FUNCTION inventory.reserve_now_result(text, bigint, text, integer, interval, text)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.reserve_now_result(text, bigint, text, integer, interval, text)
+TO inventory_app;
+
 CREATE FUNCTION inventory.express_status(
 	OUT datid oid, OUT datname text, OUT writer_pid integer,
 	OUT started_at timestamptz, OUT queued integer, OUT batches bigint,

@@ -48,13 +48,58 @@ $$;
 COMMENT ON FUNCTION inventory.reserve_now(text, bigint, text, integer, interval, text) IS
 	'reserve_now() on the SKU''s node, committed there with other callers'' reservations; a split SKU is reserved as reserve() reserves it; answers the status';
 
+CREATE FUNCTION inventory._reserve_now_result_at(route integer, sku text, qty bigint,
+												 order_id text, batch_id integer, ttl interval,
+												 buyer_id text)
+	RETURNS inventory.result
+	LANGUAGE plproxy
+	SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres'
+	AS $$
+	CLUSTER 'inventory_cluster';
+	RUN ON route;
+	SELECT * FROM inventory.reserve_now_result(sku, qty, order_id, batch_id, ttl, buyer_id);
+$$;
+COMMENT ON FUNCTION inventory._reserve_now_result_at(integer, text, bigint, text, integer, interval, text) IS
+	'reserve_now_result() on one partition (route: sku_hash(sku))';
+
+CREATE FUNCTION inventory.reserve_now_result(sku text, qty bigint, order_id text,
+											 batch_id integer DEFAULT 1,
+											 ttl interval DEFAULT NULL,
+											 buyer_id text DEFAULT NULL)
+	RETURNS inventory.result
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	parts integer[] := inventory._bucket_parts(reserve_now_result.sku);
+BEGIN
+	IF parts IS NULL THEN
+		RETURN inventory._reserve_now_result_at(inventory.sku_hash(reserve_now_result.sku),
+												reserve_now_result.sku, reserve_now_result.qty,
+												reserve_now_result.order_id,
+												reserve_now_result.batch_id,
+												reserve_now_result.ttl,
+												reserve_now_result.buyer_id);
+	END IF;
+	RETURN inventory._reserve_split(reserve_now_result.sku, reserve_now_result.qty,
+									reserve_now_result.order_id, reserve_now_result.batch_id,
+									reserve_now_result.ttl, NULL, reserve_now_result.buyer_id,
+									parts);
+END
+$$;
+COMMENT ON FUNCTION inventory.reserve_now_result(text, bigint, text, integer, interval, text) IS
+	'reserve_now() on the SKU''s node answering the whole inventory.result; a split SKU is reserved as reserve() reserves it';
+
 REVOKE EXECUTE ON FUNCTION
 	inventory._reserve_now_at(integer, text, bigint, text, integer, interval, text),
-	inventory.reserve_now(text, bigint, text, integer, interval, text)
+	inventory.reserve_now(text, bigint, text, integer, interval, text),
+	inventory._reserve_now_result_at(integer, text, bigint, text, integer, interval, text),
+	inventory.reserve_now_result(text, bigint, text, integer, interval, text)
 FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
 	inventory._reserve_now_at(integer, text, bigint, text, integer, interval, text),
-	inventory.reserve_now(text, bigint, text, integer, interval, text)
+	inventory.reserve_now(text, bigint, text, integer, interval, text),
+	inventory._reserve_now_result_at(integer, text, bigint, text, integer, interval, text),
+	inventory.reserve_now_result(text, bigint, text, integer, interval, text)
 TO inventory_app;
 
 -- Confirm, cancel and extend by key: first ask the partitions that may hold

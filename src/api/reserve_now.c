@@ -11,7 +11,8 @@
  * (shmem/express.c, worker/express_writer.c); it sleeps until the writer's
  * batch has committed and the commit is flushed (and replicated, where
  * synchronous_standby_names and the caller's synchronous_commit ask for
- * it), and answers reserve()'s status.  An item whose key or buyer the
+ * it), and answers reserve()'s status, or with reserve_now_result() its
+ * whole inventory.result (the counters those of the admission).  An item whose key or buyer the
  * writer found busy comes back; the caller waits for them here, where the
  * wait can be interrupted and is seen by the deadlock detector, and hands
  * the item over again.  An item that comes back twice, or whose caller
@@ -117,17 +118,14 @@ CheckOwnCommit(void)
 
 /*
  * The answer of a call whose key is in the ledger as the movement m:
- * "duplicate", or the key's reuse raised as reserve() raises it.
+ * duplicate, or the key's reuse raised as reserve() raises it.
  */
-static const char *
+static void
 Replay(const LedgerRow *m, text *sku, int64 qty, text *order_id,
-	   int32 batch_id, text *buyer_id)
+	   int32 batch_id, text *buyer_id, Outcome *o)
 {
-	Outcome		o;
-
-	OutcomeInit(&o, sku, qty);
-	OutcomeReplay(order_id, batch_id, m, INV_KIND_RESERVE, sku, qty, buyer_id, &o);
-	return inv_status_names[o.status];
+	OutcomeInit(o, sku, qty);
+	OutcomeReplay(order_id, batch_id, m, INV_KIND_RESERVE, sku, qty, buyer_id, o);
 }
 
 /*
@@ -218,13 +216,12 @@ LedgerOwner(void)
  * ok is as durable as the writer's: at least synchronous_commit = local
  * for this transaction (a stronger setting is kept).
  */
-static const char *
+static void
 ReserveInOwnTransaction(text *sku, int64 qty, text *order_id, int32 batch_id,
-						TimestampTz expires_at, text *buyer_id)
+						TimestampTz expires_at, text *buyer_id, Outcome *o)
 {
 	Oid			save_userid;
 	int			save_sec;
-	Outcome		o;
 
 	ExpressCountFallback();
 	if (synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH)
@@ -233,9 +230,8 @@ ReserveInOwnTransaction(text *sku, int64 qty, text *order_id, int32 batch_id,
 								 GUC_ACTION_LOCAL, true, 0, false);
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(LedgerOwner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	MovementReserveAlone(sku, qty, order_id, batch_id, expires_at, NULL, buyer_id, &o);
+	MovementReserveAlone(sku, qty, order_id, batch_id, expires_at, NULL, buyer_id, o);
 	SetUserIdAndSecContext(save_userid, save_sec);
-	return inv_status_names[o.status];
 }
 
 /*
@@ -289,12 +285,13 @@ FillItem(ExpressItem *it, text *sku, int64 qty, text *order_id, int32 batch_id,
 
 /*
  * The admitted call, whose slot holds its units: handed to the writer until
- * it is written or refused; the items sent back are waited for here.
+ * it is written or refused; the items sent back are waited for here.  *o
+ * has the counters of the admission, which an ok answers.
  */
-static const char *
+static void
 WriteThroughLane(text *sku, int64 qty, text *order_id, int32 batch_id,
 				 TimestampTz now, TimestampTz expires_at, text *buyer_id,
-				 int64 max_per_buyer)
+				 int64 max_per_buyer, Outcome *o)
 {
 	int			sent_back = 0;
 
@@ -314,8 +311,9 @@ WriteThroughLane(text *sku, int64 qty, text *order_id, int32 batch_id,
 			 CallerHoldsBusy(reply.answer, sku, order_id, batch_id, buyer_id)))
 		{
 			GiveBack();
-			return ReserveInOwnTransaction(sku, qty, order_id, batch_id,
-										   expires_at, buyer_id);
+			ReserveInOwnTransaction(sku, qty, order_id, batch_id,
+									expires_at, buyer_id, o);
+			return;
 		}
 		switch (reply.answer)
 		{
@@ -323,17 +321,33 @@ WriteThroughLane(text *sku, int64 qty, text *order_id, int32 batch_id,
 				/* the hold went with the row (Answered): only the pin is left */
 				ExpressWaitDurable(reply.lsn);
 				GiveBack();
-				return "ok";
+				o->ok = true;
+				o->status = INV_STATUS_OK;
+				o->has_state = true;
+				o->state = INV_PENDING;
+				o->has_expires_at = true;
+				o->expires_at = expires_at;
+				return;
 			case EXPRESS_REFUSED:
 				GiveBack();
 				if (strcmp(reply.status, "key_taken") != 0)
-					return pstrdup(reply.status);
+				{
+					/* the buyer's limit: what a reserve can take now */
+					o->status = MetricsStatus(reply.status);
+					o->takeable_only = true;
+					OutcomeReadCounters(o);
+					return;
+				}
 				/* the writer found it: the filter has it, no need to ask */
 				if (MovementLookUpKey(order_id, batch_id, &m))
-					return Replay(&m, sku, qty, order_id, batch_id, buyer_id);
+				{
+					Replay(&m, sku, qty, order_id, batch_id, buyer_id, o);
+					return;
+				}
 				/* gone again meanwhile: as reserve() would */
-				return ReserveInOwnTransaction(sku, qty, order_id, batch_id,
-											   expires_at, buyer_id);
+				ReserveInOwnTransaction(sku, qty, order_id, batch_id,
+										expires_at, buyer_id, o);
+				return;
 			case EXPRESS_KEY_BUSY:
 				LedgerWaitForKey(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
 								 batch_id);
@@ -354,15 +368,16 @@ WriteThroughLane(text *sku, int64 qty, text *order_id, int32 batch_id,
 				break;
 			case EXPRESS_NO_WRITER:
 				GiveBack();
-				return ReserveInOwnTransaction(sku, qty, order_id, batch_id,
-											   expires_at, buyer_id);
+				ReserveInOwnTransaction(sku, qty, order_id, batch_id,
+										expires_at, buyer_id, o);
+				return;
 		}
 	}
 }
 
-static const char *
+static void
 ReserveNow(text *sku, int64 qty, text *order_id, int32 batch_id,
-		   TimestampTz now, TimestampTz expires_at, text *buyer_id)
+		   TimestampTz now, TimestampTz expires_at, text *buyer_id, Outcome *o)
 {
 	InvSale		sale = {now, buyer_id != NULL};
 	InvKey		key;
@@ -370,10 +385,11 @@ ReserveNow(text *sku, int64 qty, text *order_id, int32 batch_id,
 	InvEntry   *entry = NULL;
 	InvAdmit	admit;
 	LedgerRow	m;
-	const char *status;
 
+	OutcomeInit(o, sku, qty);
 	CacheMakeKey(&key, VARDATA_ANY(sku), VARSIZE_ANY_EXHDR(sku));
 	admit = EscrowAdmit(&key, &entry, qty, NULL, &sale, true, &view);
+	OutcomeSetCounters(o, &view);
 	if (admit != INV_ADMIT_OK)
 	{
 		/*
@@ -385,9 +401,14 @@ ReserveNow(text *sku, int64 qty, text *order_id, int32 batch_id,
 			LedgerWaitForKey(VARDATA_ANY(order_id), VARSIZE_ANY_EXHDR(order_id),
 							 batch_id);
 			if (MovementLookUpKey(order_id, batch_id, &m))
-				return Replay(&m, sku, qty, order_id, batch_id, buyer_id);
+			{
+				Replay(&m, sku, qty, order_id, batch_id, buyer_id, o);
+				return;
+			}
 		}
-		return inv_status_names[OutcomeRefusalStatus(admit)];
+		o->status = OutcomeRefusalStatus(admit);
+		o->takeable_only = true;
+		return;
 	}
 
 	if (!exit_callback_set)
@@ -402,12 +423,11 @@ ReserveNow(text *sku, int64 qty, text *order_id, int32 batch_id,
 		if (MovementFindKey(order_id, batch_id, &m))
 		{
 			GiveBack();
-			status = Replay(&m, sku, qty, order_id, batch_id, buyer_id);
+			Replay(&m, sku, qty, order_id, batch_id, buyer_id, o);
 		}
 		else
-			status = WriteThroughLane(sku, qty, order_id, batch_id, now,
-									  expires_at, buyer_id,
-									  view.rules.max_per_buyer);
+			WriteThroughLane(sku, qty, order_id, batch_id, now, expires_at,
+							 buyer_id, view.rules.max_per_buyer, o);
 	}
 	PG_CATCH();
 	{
@@ -415,12 +435,11 @@ ReserveNow(text *sku, int64 qty, text *order_id, int32 batch_id,
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	return status;
 }
 
-PG_FUNCTION_INFO_V1(inventory_reserve_now);
-Datum
-inventory_reserve_now(PG_FUNCTION_ARGS)
+/* reserve_now()'s work, whichever form answers it */
+static void
+ReserveNowCall(FunctionCallInfo fcinfo, Outcome *o)
 {
 	text	   *sku = ArgSku(fcinfo, 0);
 	int64		qty = ArgQuantity(fcinfo, 1, "qty", false);
@@ -429,15 +448,34 @@ inventory_reserve_now(PG_FUNCTION_ARGS)
 	TimestampTz now = GetCurrentStatementStartTimestamp();
 	TimestampTz expires_at = ArgExpiresAt(fcinfo, 4, now);
 	text	   *buyer_id = ArgBuyerId(fcinfo, 5);
-	const char *status;
 
 	CheckOwnCommit();
 	if (inv_max_express_writers == 0)
-		status = ReserveInOwnTransaction(sku, qty, order_id, batch_id,
-										 expires_at, buyer_id);
+		ReserveInOwnTransaction(sku, qty, order_id, batch_id, expires_at,
+								buyer_id, o);
 	else
-		status = ReserveNow(sku, qty, order_id, batch_id, now, expires_at,
-							buyer_id);
-	MetricsTold(INV_CALL_RESERVE_NOW, MetricsStatus(status), 1);
-	PG_RETURN_TEXT_P(cstring_to_text(status));
+		ReserveNow(sku, qty, order_id, batch_id, now, expires_at, buyer_id, o);
+}
+
+/* inventory.reserve_now(): the status */
+PG_FUNCTION_INFO_V1(inventory_reserve_now);
+Datum
+inventory_reserve_now(PG_FUNCTION_ARGS)
+{
+	Outcome		o;
+
+	ReserveNowCall(fcinfo, &o);
+	MetricsTold(INV_CALL_RESERVE_NOW, o.status, 1);
+	PG_RETURN_TEXT_P(cstring_to_text(inv_status_names[o.status]));
+}
+
+/* inventory.reserve_now_result(): the whole inventory.result */
+PG_FUNCTION_INFO_V1(inventory_reserve_now_result);
+Datum
+inventory_reserve_now_result(PG_FUNCTION_ARGS)
+{
+	Outcome		o;
+
+	ReserveNowCall(fcinfo, &o);
+	return OutcomeAnswer(INV_CALL_RESERVE_NOW, &o);
 }

@@ -79,6 +79,14 @@ is(app("SELECT inventory.reserve_now('NOPE', 1, 'rn-3')"), 'unknown_sku', 'an un
 is(app("SELECT status FROM inventory.confirm('rn-1', 1, 'NOW-1')"), 'ok', 'confirmed through the router');
 is(app("SELECT available FROM inventory.stock WHERE sku = 'NOW-1'"), '1', 'one unit left');
 
+# the whole result: what the node answers, expires_at the node's row's
+is(app("SELECT ok || ' ' || status || ' ' || qty || ' ' || state || ' ' || available FROM inventory.reserve_now_result('NOW-1', 1, 'rn-r', ttl => '1 hour')"),
+	'true ok 1 PENDING 0', 'reserve_now_result through the router: the whole result');
+is(app("SELECT expires_at FROM inventory.reserve_now_result('NOW-1', 1, 'rn-r', ttl => '1 hour')"),
+	node_sql($home, "SELECT expires_at FROM inventory.ledger WHERE order_id = 'rn-r'"),
+	'its replay answers the expires_at of the node\'s row');
+app("SELECT inventory.cancel('rn-r', 1, 'NOW-1')");
+
 # --- errors keep the node's SQLSTATE -----------------------------------------
 
 is(app_state("SELECT inventory.reserve_now('NOW-1', 0, 'rn-4')"), '22023', 'qty 0: 22023 from the node');
@@ -105,6 +113,8 @@ SELECT string_agg(s, ' ' ORDER BY s) FROM (
 		SELECT inventory.reserve_now('NOW-HOT', 1, 'rh-' || g) AS s FROM generate_series(1, 50) g) x
 	GROUP BY s) y(s, n) WHERE n > 0});
 is($got, 'insufficient ok', 'a split SKU: 50 calls for 40 units, ok and insufficient');
+is(app("SELECT status || ' ' || state FROM inventory.reserve_now_result('NOW-HOT', 1, 'rh-1')"),
+	'duplicate PENDING', 'reserve_now_result of a split SKU answers its bucket\'s reservation');
 is(app(q{SELECT count(*) FILTER (WHERE s = 'ok') FROM (
 	SELECT inventory.reserve_now('NOW-HOT', 1, 'rh-' || g) AS s FROM generate_series(1, 50) g) x}), '0',
 	'replayed: none is ok again');

@@ -178,6 +178,7 @@ my %CALL = (
 	'inventory.reserve_cart' => q{SELECT string_agg(status, ' ') FROM inventory.reserve_cart('%1$s-k-cart', '{%1$s-cart}', '{1}')},
 	'inventory.reserve_many' => q{SELECT string_agg(status, ' ') FROM inventory.reserve_many('{%1$s-many}', '{1}', '{%1$s-k-many}')},
 	'inventory.reserve_now' => q{SELECT inventory.reserve_now('%1$s-now', 1, '%1$s-k-now')},
+	'inventory.reserve_now_result' => q{SELECT status FROM inventory.reserve_now_result('%1$s-nowr', 1, '%1$s-k-nowr')},
 	'inventory.restock' => q{SELECT status FROM inventory.restock('%1$s-restock', 3, '%1$s-k-restock')},
 	'inventory.restore_abandon' => q{SELECT inventory.restore_abandon()},
 	'inventory.restore_finish' => q{SELECT inventory.restore_finish()},
@@ -196,7 +197,7 @@ my %ANSWER = (
 	'inventory.adjust' => 'ok', 'inventory.available' => '5', 'inventory.cancel' => 'ok',
 	'inventory.cancel_order' => 'ok', 'inventory.confirm' => 'ok', 'inventory.confirm_order' => 'ok',
 	'inventory.extend' => 'ok', 'inventory.reservation' => 'PENDING', 'inventory.reserve' => 'ok', 'inventory.reserve_cart' => 'ok',
-	'inventory.reserve_many' => 'ok', 'inventory.reserve_now' => 'ok', 'inventory.restock' => 'ok',
+	'inventory.reserve_many' => 'ok', 'inventory.reserve_now' => 'ok', 'inventory.reserve_now_result' => 'ok', 'inventory.restock' => 'ok',
 	'inventory.withdraw' => 'ok', 'inventory.verify' => '0', 'inventory.stop_worker' => 'f',
 	'inventory.can_transition' => 't', 'inventory.is_final' => 't', 'inventory.effect_on_hand' => '-2',
 	'inventory.effect_reserved' => '2', 'inventory.effect_version' => '1', 'inventory.key_filter_info' => '1',
@@ -209,7 +210,7 @@ for my $role (qw(inventory_app inventory_admin))
 {
 	my $l = $LOGIN{$role};
 	$prepare .= "SELECT inventory.restock('$l-$_', 5, '$l-in-$_');\n"
-	  for qw(adjust available cancel confirm extend held reserve cart cartx many manyx now withdraw rules);
+	  for qw(adjust available cancel confirm extend held reserve cart cartx many manyx now nowr withdraw rules);
 	$prepare .= "SELECT inventory.reserve('$l-$_', 1, '$l-k-$_');\n" for qw(cancel confirm extend held);
 	$prepare .= "SELECT inventory.reserve_cart('$l-k-cartx', '{$l-cartx}', '{1}');\n";
 	$prepare .= "SELECT inventory.reserve_many('{$l-manyx}', '{1}', '{$l-k-manyx}');\n";
