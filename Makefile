@@ -23,6 +23,7 @@ OBJS = \
 	src/api/verify.o \
 	src/worker/express_writer.o \
 	src/worker/launcher.o \
+	src/worker/stock_notify.o \
 	src/worker/worker.o \
 	src/movement/express_batch.o \
 	src/movement/movement.o \

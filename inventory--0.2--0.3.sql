@@ -434,3 +434,36 @@ COMMENT ON FUNCTION inventory.reservation(text, integer) IS
 
 REVOKE EXECUTE ON FUNCTION inventory.reservation(text, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inventory.reservation(text, integer) TO inventory_app;
+
+------------------------------------------------------------------------------
+-- The sale's state where the storefront looks: on_sale in inventory.stock
+-- and in LISTEN inventory_stock, which also hears a window open and close
+------------------------------------------------------------------------------
+
+CREATE OR REPLACE VIEW inventory.stock AS
+SELECT s.sku,
+	   s.on_hand + COALESCE(m.on_hand, 0) AS on_hand,
+	   COALESCE(m.reserved, 0) AS reserved,
+	   s.on_hand + COALESCE(m.on_hand, 0) - COALESCE(m.reserved, 0) AS available,
+	   s.version + COALESCE(m.version, 0) AS version,
+	   s.max_per_buyer,
+	   s.sale_starts,
+	   s.sale_ends,
+	   (s.sale_starts IS NULL OR s.sale_starts OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp())
+	   AND (s.sale_ends IS NULL OR pg_catalog.statement_timestamp() OPERATOR(pg_catalog.<) s.sale_ends) AS on_sale
+  FROM inventory.sku s
+  LEFT JOIN (
+	SELECT l.sku,
+		   pg_catalog.sum(inventory.effect_on_hand(l.kind, l.state, l.qty))::bigint AS on_hand,
+		   pg_catalog.sum(inventory.effect_reserved(l.kind, l.state, l.qty))::bigint AS reserved,
+		   pg_catalog.sum(inventory.effect_version(l.kind, l.state, l.qty))::bigint AS version
+	  FROM inventory.ledger l
+	 WHERE NOT l.folded
+	 GROUP BY l.sku
+  ) m ON m.sku OPERATOR(pg_catalog.=) s.sku;
+COMMENT ON COLUMN inventory.stock.on_sale IS
+	'whether the SKU is within its sale window at the statement''s time, as the API''s calls judge it (whatever its units)';
+
+-- the worker finds the windows that opened or closed, and the next edge
+CREATE INDEX sku_sale_starts_idx ON inventory.sku (sale_starts) WHERE sale_starts IS NOT NULL;
+CREATE INDEX sku_sale_ends_idx ON inventory.sku (sale_ends) WHERE sale_ends IS NOT NULL;

@@ -1118,3 +1118,24 @@ GRANT EXECUTE ON FUNCTION
 	inventory._reservation_lines(integer[], text, integer, text),
 	inventory.reservation(text, integer, text)
 TO inventory_app;
+
+------------------------------------------------------------------------------
+-- inventory.stock's on_sale, as the node's: at the router's statement time
+------------------------------------------------------------------------------
+
+CREATE OR REPLACE VIEW inventory.stock AS
+SELECT s.sku, pg_catalog.sum(s.on_hand)::bigint AS on_hand,
+	   pg_catalog.sum(s.reserved)::bigint AS reserved,
+	   pg_catalog.sum(s.available)::bigint AS available,
+	   pg_catalog.sum(s.version)::bigint AS version,
+	   pg_catalog.max(s.max_per_buyer) AS max_per_buyer,
+	   pg_catalog.max(s.sale_starts) AS sale_starts,
+	   pg_catalog.max(s.sale_ends) AS sale_ends,
+	   (pg_catalog.max(s.sale_starts) IS NULL
+		OR pg_catalog.max(s.sale_starts) OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp())
+	   AND (pg_catalog.max(s.sale_ends) IS NULL
+			OR pg_catalog.statement_timestamp() OPERATOR(pg_catalog.<) pg_catalog.max(s.sale_ends)) AS on_sale
+  FROM inventory._stock() s
+ GROUP BY s.sku;
+COMMENT ON COLUMN inventory.stock.on_sale IS
+	'whether the SKU is within its sale window at the statement''s time, as the node judges a call (whatever its units)';

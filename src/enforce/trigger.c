@@ -36,6 +36,7 @@
 #include "shmem/cache.h"
 #include "shmem/cache_stats.h"
 #include "shmem/keyfilter.h"
+#include "shmem/cache_notify.h"
 #include "shmem/pool.h"
 #include "tables/catalog.h"
 #include "tables/ledger_row.h"
@@ -645,6 +646,26 @@ SkuBefore(TriggerData *td, const InvCatalog *cat)
 	}
 }
 
+
+/*
+ * A window whose edges are ahead: with inventory.stock_notifications on,
+ * the database's notifications fall due at each, so that a worker tells
+ * LISTEN inventory_stock when it opens and when it closes
+ * (worker/stock_notify.c).  Published at commit (pool.c).
+ */
+static void
+NoteEdgesAhead(const InvRules *rules)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (!inv_stock_notifications)
+		return;
+	if (!TIMESTAMP_NOT_FINITE(rules->sale_starts) && rules->sale_starts > now)
+		PoolNoteNotify(rules->sale_starts);
+	if (!TIMESTAMP_NOT_FINITE(rules->sale_ends) && rules->sale_ends > now)
+		PoolNoteNotify(rules->sale_ends);
+}
+
 static void
 SkuAfter(TriggerData *td, const InvCatalog *cat)
 {
@@ -694,6 +715,8 @@ SkuAfter(TriggerData *td, const InvCatalog *cat)
 	/* the ledger may hold movements restored before the SKU's row */
 	if (rc.exists > 0)
 		PendingCheckBounds(&key);
+	if (rc.has_rules)
+		NoteEdgesAhead(&rc.rules);
 }
 
 PG_FUNCTION_INFO_V1(inventory_enforce);

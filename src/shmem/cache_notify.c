@@ -150,6 +150,7 @@ CacheTakeNotes(InvStockNote **notes, TimestampTz now, TimestampTz *next)
 		notified_at = entry->notified_at;
 		note.available = entry->on_hand - entry->reserved;
 		note.version = entry->version;
+		note.rules = entry->rules;
 		note.seq = entry->notify_seq;
 		SpinLockRelease(&entry->mutex);
 		if (!pending)

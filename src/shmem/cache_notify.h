@@ -17,12 +17,13 @@
 extern bool inv_stock_notifications;
 extern int	inv_stock_notify_interval;	/* milliseconds */
 
-/* A SKU's state to send: its committed available and version. */
+/* A SKU's state to send: its committed available, version and rules. */
 typedef struct InvStockNote
 {
 	InvKey		key;
 	int64		available;
 	int64		version;
+	InvRules	rules;
 	uint32		seq;			/* of the crossing it answers */
 } InvStockNote;
 

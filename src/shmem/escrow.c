@@ -220,18 +220,25 @@ EscrowRelease(InvEntry *entry, int64 hold, int64 incoming)
  * after an abort), returns its holds and unpins.  With s->notify, notes
  * when the committed available (on_hand - reserved: holds in flight do not
  * count, so buyers in flight do not make it flicker) reaches zero or comes
- * back above it, and returns whether it did (cache_notify.c).  Runs in the
- * commit and abort callbacks, so it must not fail.
+ * back above it, or new rules put the SKU on sale or take it off now, and
+ * returns whether it did (cache_notify.c).  Runs in the commit and abort
+ * callbacks, so it must not fail.
  */
 bool
 EscrowEndTxn(InvEntry *entry, const InvTxnEnd *s)
 {
 	bool		crossed;
+	TimestampTz now = 0;
 
+	/* the clock read outside the spinlock */
+	if (s->notify && s->has_rules)
+		now = GetCurrentTimestamp();
 	SpinLockAcquire(&entry->mutex);
 	crossed = s->notify &&
-		(entry->on_hand - entry->reserved > 0) !=
-		(entry->on_hand + s->delta.on_hand - entry->reserved - s->delta.reserved > 0);
+		((entry->on_hand - entry->reserved > 0) !=
+		 (entry->on_hand + s->delta.on_hand - entry->reserved - s->delta.reserved > 0) ||
+		 (s->has_rules &&
+		  InvRulesOnSale(&entry->rules, now) != InvRulesOnSale(&s->rules, now)));
 	if (crossed)
 		entry->notify_seq++;
 	entry->on_hand += s->delta.on_hand;

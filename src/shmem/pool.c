@@ -87,6 +87,7 @@ typedef struct PoolDb
 	TimestampTz notify_retry_at;	/* after a failed send, none before this; 0: none failed */
 	int			notify_failing; /* sends failed in a row */
 	int64		notify_failures;	/* sends failed since the server started */
+	TimestampTz edges_until;	/* sale windows' edges sent up to here */
 } PoolDb;
 
 typedef struct PoolSlot
@@ -263,6 +264,8 @@ TakeDb(Oid dboid, const char *datname)
 	db->notify_retry_at = 0;
 	db->notify_failing = 0;
 	db->notify_failures = 0;
+	/* the edges before the server knew of the database are not sent */
+	db->edges_until = GetCurrentTimestamp();
 	return db;
 }
 
@@ -1045,6 +1048,29 @@ PoolNotifySent(TimestampTz next)
 	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
 	visit_db->notify_retry_at = 0;
 	visit_db->notify_failing = 0;
+	LWLockRelease(pool->lock);
+}
+
+/*
+ * Up to when the sale windows' edges of the visited database have been
+ * sent to LISTEN inventory_stock; the visiting worker alone moves it.
+ */
+TimestampTz
+PoolEdgesUntil(void)
+{
+	TimestampTz until;
+
+	LWLockAcquire(pool->lock, LW_SHARED);
+	until = visit_db->edges_until;
+	LWLockRelease(pool->lock);
+	return until;
+}
+
+void
+PoolEdgesSent(TimestampTz until)
+{
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	visit_db->edges_until = until;
 	LWLockRelease(pool->lock);
 }
 

@@ -87,6 +87,8 @@ extern void PoolReconcileReport(const ReconcileCounts *c);
 extern bool PoolNotifyTake(TimestampTz now, bool all);
 extern int	PoolNotifyFailed(TimestampTz now);
 extern void PoolNotifySent(TimestampTz next);
+extern TimestampTz PoolEdgesUntil(void);
+extern void PoolEdgesSent(TimestampTz until);
 extern void PoolVisitEnd(void);
 extern void PoolReportAbsent(void);
 

@@ -15,11 +15,10 @@
  * leaves otherwise; it reloads its settings on SIGHUP and leaves on SIGTERM.
  * Before each round and between any two of its transactions, it sends
  * LISTEN inventory_stock the SKUs that sold out or came back on sale, as
- * noted by commits with inventory.stock_notifications on
- * (shmem/cache_notify.c), in a transaction of its own, so that the
- * commits that made them do not take NOTIFY's cluster-wide lock and no
- * note waits for a whole round; a send that fails is logged and tried
- * again after a back-off, and the round goes on.
+ * noted by commits with inventory.stock_notifications on, and those whose
+ * sale window opened or closed (stock_notify.c), in a transaction of its
+ * own, so that the commits that made them do not take NOTIFY's
+ * cluster-wide lock and no notification waits for a whole round.
  * At most once per inventory.verify_interval a visit also compares the
  * cache with the tables, as inventory.verify() does, and records what it
  * found for inventory.verify_status; a database with no work due gets no
@@ -34,7 +33,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "commands/async.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -47,7 +45,6 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -64,10 +61,8 @@
 #include "shmem/keyfilter.h"
 #include "shmem/pool.h"
 #include "tables/stmt.h"
+#include "worker/stock_notify.h"
 #include "worker/worker.h"
-
-/* the channel of LISTEN inventory_stock */
-#define INV_STOCK_CHANNEL	"inventory_stock"
 
 /* SKUs folded together in one statement */
 #define FOLD_SKUS	1000
@@ -133,124 +128,6 @@ static int	expire_rows = 0;
 #define EXPIRE_BATCH_MS 50
 #define EXPIRE_ROWS_MIN 50
 
-/* this database's name, for the messages of a failed send */
-static NameData notify_datname;
-
-/*
- * Sends the SKUs whose committed available reached zero or came back above
- * it to LISTEN inventory_stock, each with its latest state, in a
- * transaction of its own; one that was sent less than
- * inventory.stock_notify_interval ago is due again then.  The notes are
- * done only once the notifications have committed.  Commits note by
- * their database's inventory.stock_notifications as it stood when their
- * session connected: what they noted is sent whatever the worker's own
- * setting, so that no note keeps its entry in the cache for ever.
- */
-static void
-WorkerSendNotes(TimestampTz now)
-{
-	static MemoryContext notes_cxt = NULL;
-	MemoryContext oldcxt;
-	InvStockNote *notes;
-	TimestampTz next;
-	int			n;
-
-	/* the notes outlive the transaction: they are done after its commit */
-	if (notes_cxt == NULL)
-		notes_cxt = AllocSetContextCreate(TopMemoryContext, "inventory notes",
-										  ALLOCSET_DEFAULT_SIZES);
-	MemoryContextReset(notes_cxt);
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	if (!ExtensionPresent())
-	{
-		/* the round that follows says so, and leaves */
-		CommitTransactionCommand();
-		return;
-	}
-	if (NameStr(notify_datname)[0] == '\0')
-	{
-		char	   *name = get_database_name(MyDatabaseId);
-
-		if (name != NULL)
-			namestrcpy(&notify_datname, name);
-	}
-	oldcxt = MemoryContextSwitchTo(notes_cxt);
-	n = CacheTakeNotes(&notes, now, &next);
-	MemoryContextSwitchTo(oldcxt);
-	if (n > 0)
-		pgstat_report_activity(STATE_RUNNING, "inventory: notifying inventory_stock");
-	for (int i = 0; i < n; i++)
-	{
-		StringInfoData payload;
-
-		initStringInfo(&payload);
-		appendStringInfoString(&payload, "{\"sku\": ");
-		escape_json(&payload, notes[i].key.sku);
-		appendStringInfo(&payload, ", \"available\": " INT64_FORMAT ", \"version\": " INT64_FORMAT "}",
-						 notes[i].available, notes[i].version);
-		Async_Notify(INV_STOCK_CHANNEL, payload.data);
-	}
-	CommitTransactionCommand();
-	CacheNotesSent(notes, n, now);
-	PoolNotifySent(next);
-	if (n > 0)
-		pgstat_report_activity(STATE_IDLE, NULL);
-}
-
-/*
- * Sends the notes due, if any, unless a send failed less than its back-off
- * ago; with all, whatever the notes' due time says (once a visit).  It
- * runs between any two of the worker's transactions, so that no note
- * waits for more than one of them -- not for a round that clears a
- * backlog, asks a reconciler or verifies the cache -- and costs one read
- * of shared memory when nothing is due (pool.c).
- * A send that fails -- the NOTIFY queue is full because a listener sits in
- * an open transaction, say -- does not stop the worker: as autovacuum does
- * when a table fails, the error is reported and the transaction aborted,
- * here as a WARNING that says when the notes are tried again, and the
- * round goes on.  The failure is counted in inventory.worker_status.
- */
-static void
-WorkerNotify(bool all)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	TimestampTz now = GetCurrentTimestamp();
-
-	if (!PoolNotifyTake(now, all))
-		return;
-	PG_TRY();
-	{
-		WorkerSendNotes(now);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-		int			backoff;
-
-		HOLD_INTERRUPTS();
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortOutOfAnyTransaction();
-		backoff = PoolNotifyFailed(GetCurrentTimestamp());
-		ereport(WARNING,
-				(errcode(edata->sqlerrcode),
-				 errmsg("could not send the notifications of database \"%s\" to LISTEN inventory_stock: %s",
-						NameStr(notify_datname), edata->message),
-				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-				 errhint("They are sent again, with the latest state, in %d s at the earliest. "
-						 "When the NOTIFY queue is full, a listener that does not read its notifications, "
-						 "such as a session idle in an open transaction, keeps it from emptying.",
-						 backoff / 1000)));
-		FreeErrorData(edata);
-		pgstat_report_activity(STATE_IDLE, NULL);
-		RESUME_INTERRUPTS();
-	}
-	PG_END_TRY();
-}
-
 /* The memory of a round's overdue orders, between its transactions. */
 static MemoryContext
 RoundContext(void)
@@ -293,7 +170,7 @@ WorkerAsk(const ReconcileOrder *orders, int n, bool *backlog)
 			handled = ReconcileOrders(&r, orders + done, chunk, deadline, &counts, &settled);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
-		WorkerNotify(false);
+		StockNotify(false);
 		done += handled;
 		if (handled < chunk)
 			break;
@@ -390,7 +267,7 @@ WorkerRound(void)
 		else if (ms < EXPIRE_BATCH_MS / 2)
 			expire_rows = Min(expire_rows * 2, inv_expire_batch);
 	}
-	WorkerNotify(false);
+	StockNotify(false);
 	if (reconciling)
 		expired = WorkerAsk(orders, norders, &backlog);
 
@@ -417,7 +294,7 @@ WorkerRound(void)
 		next = ExpireNextDue();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	WorkerNotify(false);
+	StockNotify(false);
 
 	now = GetCurrentTimestamp();
 	if (next == 0)
@@ -466,7 +343,7 @@ WorkerVerify(void)
 				 errhint("Run SELECT * FROM inventory.verify() in that database to see them.")));
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	WorkerNotify(false);
+	StockNotify(false);
 	v.verified_at = GetCurrentTimestamp();
 	PoolVerifyReport(&v);
 	pgstat_report_activity(STATE_IDLE, NULL);
@@ -504,7 +381,7 @@ inventory_worker_main(Datum main_arg)
 
 		PoolVisitBegin();
 		/* once a visit, every note: none is lost with a worker that failed */
-		WorkerNotify(first);
+		StockNotify(first);
 		first = false;
 		/*
 		 * A backlog comes first: the verify reads every unfolded movement
