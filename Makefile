@@ -10,9 +10,11 @@ MODULE_big = inventory
 OBJS = \
 	src/init.o \
 	src/fault.o \
+	src/setting.o \
 	src/api/api.o \
 	src/api/args.o \
 	src/api/batch.o \
+	src/api/changes.o \
 	src/api/cart.o \
 	src/api/db_stats.o \
 	src/api/reconciler_admin.o \
@@ -34,6 +36,7 @@ OBJS = \
 	src/maintenance/reconciler.o \
 	src/maintenance/verify.o \
 	src/enforce/ask_fence.o \
+	src/enforce/feed.o \
 	src/enforce/publication.o \
 	src/enforce/restore.o \
 	src/enforce/rules.o \
@@ -95,6 +98,7 @@ ISOLATION = $(sort $(basename $(notdir $(wildcard specs/*.spec))))
 # conninfo serves every session); the regression files make theirs with
 # test/roles.sql, which a spec cannot include
 ISOLATION_OPTS = --temp-instance=tmp_check_iso --temp-config=$(TESTCONF) \
+	--temp-config=$(srcdir)/test/isolation.conf \
 	--create-role=shop_app,shop_admin,shop_monitor
 PGTAP_TESTS = $(sort $(wildcard $(srcdir)/test/pgtap/*.sql))
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))

@@ -467,3 +467,54 @@ COMMENT ON COLUMN inventory.stock.on_sale IS
 -- the worker finds the windows that opened or closed, and the next edge
 CREATE INDEX sku_sale_starts_idx ON inventory.sku (sale_starts) WHERE sale_starts IS NOT NULL;
 CREATE INDEX sku_sale_ends_idx ON inventory.sku (sale_ends) WHERE sale_ends IS NOT NULL;
+
+------------------------------------------------------------------------------
+-- The change feed: what the engine decided, for an application to follow
+-- without logical decoding (inventory.change_feed on for the database)
+------------------------------------------------------------------------------
+
+-- not dumped: a restore starts the feed afresh, under a new feed_id
+CREATE TABLE inventory.change (
+	xid			xid8 NOT NULL,
+	seq			integer NOT NULL,
+	order_id	text COLLATE "C" NOT NULL,
+	batch_id	integer NOT NULL,
+	sku			text COLLATE "C" NOT NULL,
+	qty			bigint NOT NULL,
+	state		inventory.state NOT NULL,
+	created_at	timestamptz NOT NULL,
+	expires_at	timestamptz,
+	settled_at	timestamptz,
+	settled_by	text COLLATE "C",
+	PRIMARY KEY (xid, seq)
+);
+COMMENT ON TABLE inventory.change IS
+	'the change feed: one row per reservation made and per reservation settled, in the order inventory.changes() returns them (not dumped)';
+COMMENT ON COLUMN inventory.change.xid IS 'the top-level transaction that wrote the ledger row';
+COMMENT ON COLUMN inventory.change.seq IS 'the row''s place in its transaction';
+COMMENT ON COLUMN inventory.change.state IS 'the reservation''s state as written: PENDING when made, its final state when settled';
+
+CREATE TABLE inventory.feed (
+	one			boolean PRIMARY KEY DEFAULT true CHECK (one),
+	feed_id		text COLLATE "C" NOT NULL
+);
+COMMENT ON TABLE inventory.feed IS
+	'the change feed''s identity, which every cursor carries: made anew by CREATE EXTENSION and by a restore of the ledger (not dumped)';
+INSERT INTO inventory.feed (feed_id)
+VALUES (pg_catalog.left(pg_catalog.md5(pg_catalog.random()::text OPERATOR(pg_catalog.||) pg_catalog.clock_timestamp()::text), 16));
+
+REVOKE ALL ON inventory.change, inventory.feed FROM PUBLIC;
+GRANT SELECT ON inventory.change, inventory.feed TO inventory_admin;
+
+CREATE FUNCTION inventory.changes(after text DEFAULT NULL, max_rows integer DEFAULT 1000,
+	OUT cursor text, OUT order_id text, OUT batch_id integer, OUT sku text, OUT qty bigint,
+	OUT state inventory.state, OUT created_at timestamptz, OUT expires_at timestamptz,
+	OUT settled_at timestamptz, OUT settled_by text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'inventory_changes' LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SECURITY DEFINER ROWS 1000;
+COMMENT ON FUNCTION inventory.changes(text, integer) IS
+	'the change feed after a cursor (NULL: from its start), at most max_rows rows, each with its cursor; a row is returned once every transaction before it has ended';
+
+REVOKE EXECUTE ON FUNCTION inventory.changes(text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION inventory.changes(text, integer) TO inventory_app;

@@ -22,7 +22,7 @@ layers, top to bottom (CONTRIBUTING.md says what each one is):
     tables          the extension's tables: catalog, rows, scans, SQL
     types           the inventory.state type
     (inventory.h)   limits shared by every layer; fault.c, faults a test
-                    build injects
+                    build injects; setting.c, settings only a database has
 
 A module may include the headers of its own folder and those of the layers
 below; no two folders share a rank, so an include between folders goes
@@ -36,7 +36,7 @@ import re
 import sys
 
 LAYERS = [("init",), ("api",), ("worker",), ("movement",), ("maintenance",), ("enforce",),
-          ("xact",), ("shmem",), ("tables",), ("types",), ("inventory", "fault")]
+          ("xact",), ("shmem",), ("tables",), ("types",), ("inventory", "fault", "setting")]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -21,6 +21,7 @@
 #include "storage/shmem.h"
 #include "utils/guc.h"
 
+#include "enforce/feed.h"
 #include "enforce/utility.h"
 #include "fault.h"
 #include "inventory.h"
@@ -96,6 +97,7 @@ _PG_init(void)
 	LedgerRowInit();
 	CacheInit();
 	CacheNotifyInit();
+	FeedInit();
 	KeyFilterInit();
 	PoolInit();
 	ExpressInit();

@@ -61,6 +61,7 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "enforce/feed.h"
 #include "enforce/restore.h"
 #include "shmem/cache.h"
 #include "shmem/cache_restore.h"
@@ -193,6 +194,8 @@ RestoreBegin(CopyStmt *stmt)
 	LockRestore(cat->sku_rel);
 	CacheBeginRestore();
 	RestoreStateBegin(relid == cat->ledger_rel);
+	if (relid == cat->ledger_rel)
+		FeedRestored();
 	CacheRestoreMarkerChanged();
 	MarkRestoreBegin(relid);
 	restoring_rel = relid;

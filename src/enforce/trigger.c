@@ -31,6 +31,7 @@
 #include "utils/timestamp.h"
 
 #include "enforce/restore.h"
+#include "enforce/feed.h"
 #include "enforce/rules.h"
 #include "inventory.h"
 #include "shmem/cache.h"
@@ -517,6 +518,10 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 	InvEffectDiff(&rc.delta, &enew, &eold);
 	PendingRowChange(&key, &rc);
 	NoteDue(&new, rc.unfolded > 0);
+	/* a reservation made or settled: the change feed's (feed.c) */
+	if (inv_change_feed && new.kind == INV_KIND_RESERVE &&
+		(TRIGGER_FIRED_BY_INSERT(ev) || old.state != new.state))
+		FeedAppend(&new);
 }
 
 /*

@@ -20,11 +20,8 @@
  * The setting is the database's (ALTER DATABASE) or the server's
  * (postgresql.conf, ALTER SYSTEM), never a session's: each commit notes by
  * its own session's value, so one session, role or client with another
- * value than its database's would leave the listeners with a stale state.
- * Its check hook refuses the levels below the database's: SET, a
- * function's SET clause, a client's options (the connection fails), and
- * ALTER ROLE ... SET, which PostgreSQL then ignores with a WARNING at each
- * connection, as it does any role setting it cannot apply.
+ * value than its database's would leave the listeners with a stale state
+ * (setting.c).
  *
  * Under the locking contract at the top of cache.c: the notes are fields
  * of the entry, under its spinlock.  A crossing bumps notify_seq; a note is
@@ -40,6 +37,7 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
+#include "setting.h"
 #include "shmem/cache_internal.h"
 #include "shmem/cache_notify.h"
 #include "shmem/pool.h"
@@ -48,51 +46,12 @@
 bool		inv_stock_notifications = false;
 int			inv_stock_notify_interval = 100;
 
-/*
- * inventory.stock_notifications from postgresql.conf, ALTER SYSTEM,
- * ALTER DATABASE (or ALTER ROLE ALL, which is every database's) and their
- * validation (PGC_S_TEST) only.
- */
+/* the database's setting, never a session's: see the top of this file */
 static bool
 CheckStockNotifications(bool *newval, void **extra, GucSource source)
 {
-	char	   *dbname = NULL;
-
-	switch (source)
-	{
-		case PGC_S_USER:
-		case PGC_S_DATABASE_USER:
-		case PGC_S_CLIENT:
-		case PGC_S_SESSION:
-			break;
-		default:
-			return true;
-	}
-	if (IsTransactionState() && OidIsValid(MyDatabaseId))
-		dbname = get_database_name(MyDatabaseId);
-	dbname = dbname ? pstrdup(quote_identifier(dbname)) : "...";
-	GUC_check_errmsg("parameter \"%s\" can only be set for a database or for the server",
-					 "inventory.stock_notifications");
-	GUC_check_errdetail("A session, role or client with another setting than its database's would leave the listeners of inventory_stock with a stale state.");
-	if (source == PGC_S_USER || source == PGC_S_DATABASE_USER)
-	{
-		/* ALTER ROLE ... SET, ignored at each connection */
-		char	   *role = NULL;
-
-		if (IsTransactionState() && OidIsValid(GetSessionUserId()))
-			role = GetUserNameFromId(GetSessionUserId(), true);
-		role = role ? pstrdup(quote_identifier(role)) : "...";
-		if (source == PGC_S_DATABASE_USER)
-			GUC_check_errhint("Remove it from the role (ALTER ROLE %s IN DATABASE %s RESET inventory.stock_notifications) and set it for the database: ALTER DATABASE %s SET inventory.stock_notifications = %s.",
-							  role, dbname, dbname, *newval ? "on" : "off");
-		else
-			GUC_check_errhint("Remove it from the role (ALTER ROLE %s RESET inventory.stock_notifications) and set it for the database: ALTER DATABASE %s SET inventory.stock_notifications = %s.",
-							  role, dbname, *newval ? "on" : "off");
-	}
-	else
-		GUC_check_errhint("Set it for the database: ALTER DATABASE %s SET inventory.stock_notifications = %s.",
-						  dbname, *newval ? "on" : "off");
-	return false;
+	return SettingOfDatabase("inventory.stock_notifications", *newval, source,
+							 "A session, role or client with another setting than its database's would leave the listeners of inventory_stock with a stale state.");
 }
 
 void

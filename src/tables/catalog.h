@@ -23,6 +23,7 @@ typedef struct InvCatalog
 	Oid			result_rel;		/* its pg_class entry */
 	Oid			restore_state_rel;	/* InvalidOid before 0.3 */
 	Oid			reconcile_wait_rel; /* InvalidOid before 0.3 */
+	Oid			change_rel;		/* the change feed; InvalidOid before 0.3 */
 
 	/* column numbers of inventory.ledger */
 	AttrNumber	l_order_id;

@@ -138,6 +138,7 @@ typedef struct StmtCall
 {
 	InvStmt    *stmt;
 	Datum	   *values;
+	const char *nulls;
 	const char *const *sql;
 	int			n;
 } StmtCall;
@@ -148,7 +149,7 @@ RunStmtCall(void *arg)
 	StmtCall   *c = arg;
 
 	if (c->stmt != NULL)
-		InvStmtRun(c->stmt, c->values, NULL, false, 0);
+		InvStmtRun(c->stmt, c->values, c->nulls, false, 0);
 	for (int i = 0; i < c->n; i++)
 		if (SPI_execute(c->sql[i], false, 0) < 0)
 			elog(ERROR, "could not run \"%s\"", c->sql[i]);
@@ -156,9 +157,9 @@ RunStmtCall(void *arg)
 
 /* InvStmtRun() as the owner of the extension's schema. */
 void
-InvStmtRunAsOwner(InvStmt *stmt, Datum *values)
+InvStmtRunAsOwner(InvStmt *stmt, Datum *values, const char *nulls)
 {
-	StmtCall	c = {stmt, values, NULL, 0};
+	StmtCall	c = {stmt, values, nulls, NULL, 0};
 
 	AsSchemaOwner(RunStmtCall, &c);
 }
@@ -167,7 +168,7 @@ InvStmtRunAsOwner(InvStmt *stmt, Datum *values)
 void
 InvSqlRunAsOwner(const char *const *sql, int n)
 {
-	StmtCall	c = {NULL, NULL, sql, n};
+	StmtCall	c = {NULL, NULL, NULL, sql, n};
 	int			level = InvSpiConnect();
 
 	AsSchemaOwner(RunStmtCall, &c);

@@ -103,6 +103,13 @@ def setup():
     with psycopg.connect(dbname=DB, autocommit=True) as su:
         su.execute("CREATE EXTENSION inventory")
         su.execute(roles_do_block())
+        # the change feed, and the order service's own tables
+        su.execute(sql.SQL("ALTER DATABASE {} SET inventory.change_feed = on").format(sql.Identifier(DB)))
+        su.execute("CREATE TABLE public.orders (order_id text, line int, state text, settled_by text,"
+                   " PRIMARY KEY (order_id, line))")
+        su.execute("CREATE TABLE public.feed_position (cursor text)")
+        su.execute("INSERT INTO public.feed_position VALUES (NULL)")
+        su.execute(f"GRANT SELECT, INSERT, UPDATE ON public.orders, public.feed_position TO {APP}")
         for login, group in ((APP, "inventory_app"), (ADMIN, "inventory_admin"),
                              (MONITOR, "inventory_monitor")):
             got = one(su, "SELECT r.rolsuper, array(SELECT g.rolname FROM pg_auth_members m"
@@ -300,9 +307,59 @@ def main():
 
     # --- reserve_now(): one reservation committed on its own ------------------
     reserve_now_section(conn, adm, mon, available)
+    feed_section(conn, adm)
 
     for c in (conn, adm, mon):
         c.close()
+
+
+def follow_feed(conn):
+    """docs/applications.md's consumer of the change feed, as it is
+    written there: one batch, applied and its cursor saved in one
+    transaction."""
+    with conn.transaction():
+        after = conn.execute("SELECT cursor FROM feed_position").fetchone()[0]   # NULL at first
+        for c in conn.execute("SELECT cursor, order_id, batch_id, state, settled_by"
+                              " FROM inventory.changes(%s, 500)", (after,)).fetchall():
+            conn.execute("UPDATE orders SET state = %s, settled_by = %s"
+                         " WHERE order_id = %s AND line = %s", (c[3], c[4], c[1], c[2]))
+            after = c[0]
+        conn.execute("UPDATE feed_position SET cursor = %s", (after,))
+
+
+def feed_section(conn, adm):
+    """The order service of docs/applications.md follows the feed: each
+    decision, the buyer's and the expiry's, reaches its own table."""
+    service = connect(APP)      # psycopg's default: not autocommit
+    adm.execute("SELECT inventory.restock('PY-FEED', 10, 'py-feed-in')")
+    for key in ("py-f1", "py-f2", "py-f3"):
+        conn.execute("INSERT INTO orders VALUES (%s, 1, 'reserved', NULL)", [key])
+        conn.execute("SELECT inventory.reserve('PY-FEED', 1, %s)", [key])
+    conn.execute("INSERT INTO orders VALUES ('py-flate', 1, 'reserved', NULL)")
+    adm.execute("INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, expires_at)"
+                " VALUES ('py-flate', 1, 'reserve', 'PY-FEED', 1, now() - interval '1 minute')")
+    conn.execute("SELECT inventory.confirm('py-f1')")
+    conn.execute("SELECT inventory.cancel('py-f2')")
+    adm.execute("SELECT inventory.expire()")
+
+    def states():
+        return conn.execute("SELECT string_agg(order_id || ':' || state || ':' || coalesce(settled_by, '-'),"
+                            " ' ' ORDER BY order_id) FROM orders WHERE order_id LIKE 'py-f%'").fetchone()[0]
+
+    follow_feed(service)
+    is_(states(), "py-f1:CONFIRMED:call py-f2:CANCELLED:call py-f3:PENDING:- py-flate:EXPIRED:expiry",
+        "the consumer of the manual brings every decision into the order service's table")
+    saved = one(conn, "SELECT cursor FROM feed_position")[0]
+    ok(saved is not None, "and saves its cursor with them")
+    follow_feed(service)
+    is_(one(conn, "SELECT cursor FROM feed_position")[0], saved, "a second run finds nothing new")
+    conn.execute("SELECT inventory.confirm('py-f3')")
+    follow_feed(service)
+    is_(states(), "py-f1:CONFIRMED:call py-f2:CANCELLED:call py-f3:CONFIRMED:call py-flate:EXPIRED:expiry",
+        "the next run brings the next decision")
+    e = raises(psycopg.Error, lambda: conn.execute("SELECT * FROM inventory.changes('0000000000000000-1-1-1-1')"))
+    ok(e is not None and e.diag.sqlstate == "IV001", "a cursor of another feed: IV001 reaches the driver")
+    service.close()
 
 
 def reserve_now_section(conn, adm, mon, available):

@@ -834,8 +834,8 @@ SELECT order_id, batch_id, count(*) FROM inventory.ledger
 		"$name: no key has two movements");
 	is( $node->safe_psql('postgres', q{
 SELECT count(bt_index_check(i.indexrelid, true)) FROM pg_index i
- WHERE i.indrelid IN ('inventory.ledger'::regclass, 'inventory.sku'::regclass)}), '5',
-		"$name: the five indexes of ledger and sku (ledger_buyer_idx since 0.2) match their heaps (amcheck)");
+ WHERE i.indrelid IN ('inventory.ledger'::regclass, 'inventory.sku'::regclass)}), '7',
+		"$name: the seven indexes of ledger and sku (ledger_buyer_idx since 0.2, the sale windows' since 0.3) match their heaps (amcheck)");
 	is( rows(q{
 SELECT order_id, batch_id FROM inventory.ledger
  WHERE order_id LIKE 'abort-%' OR (order_id LIKE 'sp-%' AND batch_id <> 1)}), '',

@@ -157,6 +157,7 @@ my %CALL = (
 	'inventory.can_transition' => q{SELECT inventory.can_transition('PENDING', 'CONFIRMED')},
 	'inventory.cancel' => q{SELECT status FROM inventory.cancel('%1$s-k-cancel')},
 	'inventory.cancel_order' => q{SELECT string_agg(status, ' ') FROM inventory.cancel_order('%1$s-k-cartx')},
+	'inventory.changes' => q{SELECT count(*) >= 0 FROM inventory.changes()},
 	'inventory.confirm' => q{SELECT status FROM inventory.confirm('%1$s-k-confirm')},
 	'inventory.confirm_order' => q{SELECT string_agg(status, ' ') FROM inventory.confirm_order('%1$s-k-manyx')},
 	'inventory.effect_on_hand' => q{SELECT inventory.effect_on_hand('reserve', 'CONFIRMED', 2)},

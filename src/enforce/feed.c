@@ -1,0 +1,133 @@
+/*
+ * feed.c
+ *	  The change feed: each new reservation and each settlement, appended to
+ *	  inventory.change by the ledger's trigger, for an application to follow
+ *	  with inventory.changes() (api/changes.c).
+ *
+ * With the database's inventory.change_feed on, the trigger appends one
+ * row per reservation made and per reservation settled (confirm, cancel,
+ * expiry, a reconciler's answer, an UPDATE by hand), in the transaction
+ * that writes the ledger, so the row commits or rolls back with it.  Folds
+ * write nothing (they change no state), nor do restores (history, not
+ * decisions) or other movements (restocks, stocktakes, withdrawals: the
+ * router's bucket transfers among them).  The ledger itself is not
+ * touched: a settle stays a HOT update.
+ *
+ * A row's key is the top-level transaction's id (xid8) and its place in
+ * that transaction: inventory.changes() returns a row only once every
+ * transaction with a smaller id has ended, so that a consumer resuming
+ * after a row misses nothing and sees nothing twice, whatever order the
+ * transactions committed in.
+ *
+ * The setting is the database's, never a session's: a session with it off
+ * would leave holes in the feed (setting.c).  A restore of the ledger
+ * starts the feed afresh: its rows are emptied and the feed's id, which
+ * every cursor carries, changes, so that a cursor of before is refused
+ * rather than read against other history.
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+#include "enforce/feed.h"
+#include "setting.h"
+#include "tables/catalog.h"
+#include "tables/stmt.h"
+#include "types/state.h"
+
+bool		inv_change_feed = false;
+
+/* the place of the next row in its transaction */
+static FullTransactionId seq_xid;
+static int32 seq = 0;
+
+static InvStmt append = {
+	"INSERT INTO inventory.change (xid, seq, order_id, batch_id, sku, qty, state,"
+	" created_at, expires_at, settled_at, settled_by)"
+	" VALUES (pg_catalog.pg_current_xact_id(), $1, $2, $3, $4, $5, $6::inventory.state,"
+	" $7, $8, $9, $10)",
+	10, {INT4OID, TEXTOID, INT4OID, TEXTOID, INT8OID, TEXTOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
+};
+
+static bool
+CheckChangeFeed(bool *newval, void **extra, GucSource source)
+{
+	return SettingOfDatabase("inventory.change_feed", *newval, source,
+							 "A session, role or client with another setting than its database's would leave holes in the feed that inventory.changes() reads.");
+}
+
+void
+FeedInit(void)
+{
+	DefineCustomBoolVariable("inventory.change_feed",
+							 "Whether each new reservation and each settlement is appended to inventory.change, for inventory.changes().",
+							 "Set it for a database with ALTER DATABASE ... SET, or for every database in postgresql.conf; "
+							 "a session, role or client cannot set it.",
+							 &inv_change_feed,
+							 false,
+							 PGC_SUSET, 0,
+							 CheckChangeFeed, NULL, NULL);
+}
+
+/*
+ * Appends the reservation row, as written (made, or settled), to the feed,
+ * as the owner of the extension's schema whoever writes the ledger.
+ */
+void
+FeedAppend(const LedgerRow *row)
+{
+	FullTransactionId top;
+	Datum		values[10];
+	char		nulls[10];
+	int			spi;
+
+	if (!OidIsValid(InvGetCatalog()->change_rel))
+		return;					/* a schema before 0.3 */
+	top = GetTopFullTransactionId();
+	if (!FullTransactionIdEquals(top, seq_xid))
+	{
+		seq_xid = top;
+		seq = 0;
+	}
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int32GetDatum(++seq);
+	values[1] = PointerGetDatum(row->order_id);
+	values[2] = Int32GetDatum(row->batch_id);
+	values[3] = PointerGetDatum(row->sku);
+	values[4] = Int64GetDatum(row->qty);
+	values[5] = CStringGetTextDatum(InvStateName(row->state));
+	values[6] = TimestampTzGetDatum(row->created_at);
+	values[7] = TimestampTzGetDatum(row->expires_at);
+	if (!row->has_expires_at)
+		nulls[7] = 'n';
+	values[8] = TimestampTzGetDatum(row->settled_at);
+	if (!row->has_settled_at)
+		nulls[8] = 'n';
+	values[9] = PointerGetDatum(row->settled_by);
+	if (row->settled_by == NULL)
+		nulls[9] = 'n';
+	spi = InvSpiConnect();
+	InvStmtRunAsOwner(&append, values, nulls);
+	InvSpiFinish(spi);
+}
+
+static const char *const feed_restored[] = {
+	"DELETE FROM inventory.change",
+	"UPDATE inventory.feed SET feed_id = pg_catalog.left(pg_catalog.md5(pg_catalog.random()::text"
+	" OPERATOR(pg_catalog.||) pg_catalog.clock_timestamp()::text), 16)",
+};
+
+/* A restore of the ledger: the feed starts afresh, under a new id. */
+void
+FeedRestored(void)
+{
+	if (!OidIsValid(InvGetCatalog()->change_rel))
+		return;
+	InvSqlRunAsOwner(feed_restored, lengthof(feed_restored));
+}
