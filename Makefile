@@ -25,7 +25,7 @@ OBJS = \
 	src/api/verify.o \
 	src/worker/express_writer.o \
 	src/worker/launcher.o \
-	src/worker/stock_notify.o \
+	src/worker/notify.o \
 	src/worker/worker.o \
 	src/movement/express_batch.o \
 	src/movement/movement.o \
@@ -34,6 +34,7 @@ OBJS = \
 	src/maintenance/fold.o \
 	src/maintenance/reconcile.o \
 	src/maintenance/reconciler.o \
+	src/maintenance/retain.o \
 	src/maintenance/verify.o \
 	src/enforce/ask_fence.o \
 	src/enforce/feed.o \

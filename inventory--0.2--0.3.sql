@@ -348,7 +348,7 @@ CREATE FUNCTION inventory.worker_status(
 	OUT datid oid, OUT datname text, OUT state text, OUT pid integer,
 	OUT started_at timestamptz, OUT next_due timestamptz, OUT lag interval,
 	OUT last_visit timestamptz, OUT visits bigint, OUT expired bigint,
-	OUT folded bigint, OUT notify_failures bigint)
+	OUT folded bigint, OUT notify_failures bigint, OUT change_feed_lag interval)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'inventory_worker_status_0_3' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION inventory.worker_status() IS
@@ -373,6 +373,8 @@ COMMENT ON COLUMN inventory.worker_status.expired IS 'reservations expired by th
 COMMENT ON COLUMN inventory.worker_status.folded IS 'movements folded by the workers since the server started';
 COMMENT ON COLUMN inventory.worker_status.notify_failures IS
 	'sends of LISTEN inventory_stock notifications that failed since the server started (a full NOTIFY queue, say): each is a WARNING in the server log, and the notifications are sent again later';
+COMMENT ON COLUMN inventory.worker_status.change_feed_lag IS
+	'how long the oldest committed row of the change feed has been held back by an older transaction still running, when a worker last looked (every second while rows are held back); 0 when none is';
 
 REVOKE ALL ON inventory.worker_status FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION inventory.worker_status() FROM PUBLIC;
@@ -496,10 +498,14 @@ COMMENT ON COLUMN inventory.change.state IS 'the reservation''s state as written
 
 CREATE TABLE inventory.feed (
 	one			boolean PRIMARY KEY DEFAULT true CHECK (one),
-	feed_id		text COLLATE "C" NOT NULL
+	feed_id		text COLLATE "C" NOT NULL,
+	pruned_xid	xid8 NOT NULL DEFAULT '0',
+	pruned_seq	integer NOT NULL DEFAULT 0
 );
 COMMENT ON TABLE inventory.feed IS
-	'the change feed''s identity, which every cursor carries: made anew by CREATE EXTENSION and by a restore of the ledger (not dumped)';
+	'the change feed''s identity, which every cursor carries: made anew by CREATE EXTENSION and by a restore of the ledger; and how far the worker pruned it (not dumped)';
+COMMENT ON COLUMN inventory.feed.pruned_xid IS
+	'rows up to (pruned_xid, pruned_seq) are pruned (inventory.change_retention): a cursor before it is refused';
 INSERT INTO inventory.feed (feed_id)
 VALUES (pg_catalog.left(pg_catalog.md5(pg_catalog.random()::text OPERATOR(pg_catalog.||) pg_catalog.clock_timestamp()::text), 16));
 

@@ -26,6 +26,7 @@
 #include "fault.h"
 #include "inventory.h"
 #include "maintenance/reconcile.h"
+#include "maintenance/retain.h"
 #include "shmem/asks.h"
 #include "shmem/cache.h"
 #include "shmem/cache_notify.h"
@@ -98,6 +99,7 @@ _PG_init(void)
 	CacheInit();
 	CacheNotifyInit();
 	FeedInit();
+	RetainInit();
 	KeyFilterInit();
 	PoolInit();
 	ExpressInit();

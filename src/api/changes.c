@@ -17,7 +17,8 @@
  * database, from before a restore, or from another timeline (a failover,
  * a point-in-time recovery: transactions after it may not be in this
  * server's history) is refused with SQLSTATE IV001, never read as if it
- * were this feed's.  A row read from the express writer's commit is told
+ * were this feed's; so is one before the rows the worker pruned
+ * (maintenance/retain.c).  A row read from the express writer's commit is told
  * once that commit is durable, as every answer read from a row is.
  */
 #include "postgres.h"
@@ -52,7 +53,7 @@ typedef struct FeedCursor
 } FeedCursor;
 
 static InvStmt feed_state = {
-	"SELECT feed_id FROM inventory.feed",
+	"SELECT feed_id, pruned_xid::text, pruned_seq FROM inventory.feed",
 	0, {0}
 };
 
@@ -89,9 +90,13 @@ CursorRefused(const char *text, const char *message, const char *detail)
 			 errhint("Read the application's state again (inventory.reservation() of its open orders), then follow the feed from its start: inventory.changes(NULL).")));
 }
 
-/* Parses and checks a cursor against this database's feed. */
+/*
+ * Parses and checks a cursor against this database's feed, which the
+ * worker pruned up to (pruned_xid, pruned_seq).
+ */
 static void
-ReadCursor(const char *text, const char *feed_id, FeedCursor *c)
+ReadCursor(const char *text, const char *feed_id, uint64 pruned_xid,
+		   int32 pruned_seq, FeedCursor *c)
 {
 	int			end = 0;
 
@@ -108,6 +113,9 @@ ReadCursor(const char *text, const char *feed_id, FeedCursor *c)
 	if (c->tli != CurrentTimeline())
 		CursorRefused(text, "cursor \"%s\" is of another timeline",
 					  "It was answered before a failover or a point-in-time recovery: what followed it there may not be in this server's history.");
+	if (c->xid < pruned_xid || (c->xid == pruned_xid && c->seq < pruned_seq))
+		CursorRefused(text, "cursor \"%s\" is older than what the change feed keeps",
+					  "Rows after it were pruned: they were older than inventory.change_retention.");
 }
 
 /*
@@ -144,7 +152,14 @@ inventory_changes(PG_FUNCTION_ARGS)
 		elog(ERROR, "inventory.feed has no row");
 	feed_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	if (!PG_ARGISNULL(0))
-		ReadCursor(text_to_cstring(PG_GETARG_TEXT_PP(0)), feed_id, &after);
+	{
+		bool		isnull;
+
+		ReadCursor(text_to_cstring(PG_GETARG_TEXT_PP(0)), feed_id,
+				   strtou64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2), NULL, 10),
+				   DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)),
+				   &after);
+	}
 
 	args[0] = CStringGetTextDatum(psprintf(UINT64_FORMAT, after.xid));
 	args[1] = Int32GetDatum(after.seq);

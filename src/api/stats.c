@@ -121,7 +121,7 @@ inventory_key_filter_info(PG_FUNCTION_ARGS)
 /*
  * inventory.worker_status.  Version 0.1's function, bound to the symbol
  * without a suffix, had other columns in another order, and 0.2's had
- * no notify_failures; each keeps working with this library until ALTER
+ * no notify_failures nor change_feed_lag; each keeps working with this library until ALTER
  * EXTENSION inventory UPDATE, as pg_stat_statements keeps its older
  * versions.  Each database's values are computed once; a shape says which
  * goes in which column.
@@ -140,6 +140,7 @@ typedef enum StatusValue
 	SV_EXPIRED,
 	SV_FOLDED,
 	SV_NOTIFY_FAILURES,
+	SV_CHANGE_FEED_LAG,
 	SV_COUNT
 } StatusValue;
 
@@ -156,7 +157,8 @@ static const StatusValue status_0_2[] = {
 
 static const StatusValue status_0_3[] = {
 	SV_DATID, SV_DATNAME, SV_STATE, SV_PID, SV_STARTED_AT, SV_NEXT_DUE,
-	SV_LAG, SV_LAST_VISIT, SV_VISITS, SV_EXPIRED, SV_FOLDED, SV_NOTIFY_FAILURES
+	SV_LAG, SV_LAST_VISIT, SV_VISITS, SV_EXPIRED, SV_FOLDED, SV_NOTIFY_FAILURES,
+	SV_CHANGE_FEED_LAG
 };
 
 static Datum
@@ -179,6 +181,7 @@ WorkerStatus(FunctionCallInfo fcinfo, const StatusValue *shape, int ncols)
 		Datum		v[SV_COUNT];
 		bool		nulls[SV_COUNT];
 		Interval   *lag = palloc0(sizeof(Interval));
+		Interval   *feed_lag = palloc0(sizeof(Interval));
 		/* the name now: the launcher's copy may be a rename behind */
 		char	   *name = get_database_name(d->dboid);
 
@@ -200,6 +203,8 @@ WorkerStatus(FunctionCallInfo fcinfo, const StatusValue *shape, int ncols)
 		val[SV_EXPIRED] = Int64GetDatum(d->expired);
 		val[SV_FOLDED] = Int64GetDatum(d->folded);
 		val[SV_NOTIFY_FAILURES] = Int64GetDatum(d->notify_failures);
+		feed_lag->time = d->feed_lag_usecs;
+		val[SV_CHANGE_FEED_LAG] = IntervalPGetDatum(feed_lag);
 
 		for (int c = 0; c < ncols; c++)
 		{

@@ -36,6 +36,7 @@
 
 #include "enforce/feed.h"
 #include "setting.h"
+#include "shmem/pool.h"
 #include "tables/catalog.h"
 #include "tables/stmt.h"
 #include "types/state.h"
@@ -115,12 +116,15 @@ FeedAppend(const LedgerRow *row)
 	spi = InvSpiConnect();
 	InvStmtRunAsOwner(&append, values, nulls);
 	InvSpiFinish(spi);
+	/* LISTEN inventory_changes hears of it from a worker, once committed */
+	PoolNoteBell();
 }
 
 static const char *const feed_restored[] = {
 	"DELETE FROM inventory.change",
 	"UPDATE inventory.feed SET feed_id = pg_catalog.left(pg_catalog.md5(pg_catalog.random()::text"
-	" OPERATOR(pg_catalog.||) pg_catalog.clock_timestamp()::text), 16)",
+	" OPERATOR(pg_catalog.||) pg_catalog.clock_timestamp()::text), 16),"
+	" pruned_xid = '0', pruned_seq = 0",
 };
 
 /* A restore of the ledger: the feed starts afresh, under a new id. */

@@ -656,7 +656,7 @@ SkuBefore(TriggerData *td, const InvCatalog *cat)
  * A window whose edges are ahead: with inventory.stock_notifications on,
  * the database's notifications fall due at each, so that a worker tells
  * LISTEN inventory_stock when it opens and when it closes
- * (worker/stock_notify.c).  Published at commit (pool.c).
+ * (worker/notify.c).  Published at commit (pool.c).
  */
 static void
 NoteEdgesAhead(const InvRules *rules)

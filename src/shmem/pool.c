@@ -75,6 +75,8 @@ typedef struct PoolDb
 	pg_atomic_uint64 due;		/* TimestampTz; POOL_NOTHING_DUE: none */
 	pg_atomic_uint64 notify_due;	/* notes to send: TimestampTz, or
 									 * POOL_NOTHING_DUE */
+	pg_atomic_uint32 bell;		/* rows committed to the change feed since
+								 * LISTEN inventory_changes was last rung */
 	TimestampTz retry_at;		/* no worker before this, after one failed */
 	TimestampTz oldest_overdue; /* left overdue by the last round, or 0 */
 	TimestampTz last_visit;		/* when the last visit ended, or 0 */
@@ -88,6 +90,7 @@ typedef struct PoolDb
 	int			notify_failing; /* sends failed in a row */
 	int64		notify_failures;	/* sends failed since the server started */
 	TimestampTz edges_until;	/* sale windows' edges sent up to here */
+	int64		feed_lag_usecs; /* the change feed's oldest row held back */
 } PoolDb;
 
 typedef struct PoolSlot
@@ -115,6 +118,7 @@ static PoolDb *dbs = NULL;
 /* in a backend: this transaction's earliest work, and our entry */
 static TimestampTz xact_due = POOL_NOTHING_DUE;
 static TimestampTz xact_notify_due = POOL_NOTHING_DUE;
+static bool xact_bell = false;
 static int	my_db = -1;
 static TimestampTz my_db_missing_until = 0;
 static bool probe_at_commit = false;
@@ -215,6 +219,7 @@ PoolShmemInit(void)
 	{
 		pg_atomic_init_u64(&dbs[i].due, (uint64) POOL_NOTHING_DUE);
 		pg_atomic_init_u64(&dbs[i].notify_due, (uint64) POOL_NOTHING_DUE);
+		pg_atomic_init_u32(&dbs[i].bell, 0);
 	}
 }
 
@@ -255,6 +260,7 @@ TakeDb(Oid dboid, const char *datname)
 	db->slot = -1;
 	pg_atomic_write_u64(&db->due, (uint64) POOL_NOTHING_DUE);
 	pg_atomic_write_u64(&db->notify_due, (uint64) POOL_NOTHING_DUE);
+	pg_atomic_write_u32(&db->bell, 0);
 	db->retry_at = 0;
 	db->oldest_overdue = 0;
 	db->last_visit = 0;
@@ -266,6 +272,7 @@ TakeDb(Oid dboid, const char *datname)
 	db->notify_failures = 0;
 	/* the edges before the server knew of the database are not sent */
 	db->edges_until = GetCurrentTimestamp();
+	db->feed_lag_usecs = 0;
 	return db;
 }
 
@@ -341,6 +348,17 @@ PoolNoteNotify(TimestampTz when)
 	PoolNoteDue(when);
 }
 
+/*
+ * This transaction wrote the change feed: once it commits, a worker rings
+ * LISTEN inventory_changes, as soon as notes are sent.
+ */
+void
+PoolNoteBell(void)
+{
+	xact_bell = true;
+	PoolNoteNotify(GetCurrentTimestamp());
+}
+
 /* Settled movements are there to fold: due within expire_interval of now. */
 void
 PoolNoteFoldDue(TimestampTz now)
@@ -390,6 +408,8 @@ PublishDue(TimestampTz when, TimestampTz notify_when)
 	int			slot;
 
 	/* before due: a worker woken by due finds the notes due */
+	if (db != NULL && xact_bell)
+		pg_atomic_write_u32(&db->bell, 1);
 	if (db != NULL && notify_when != POOL_NOTHING_DUE)
 		(void) TimeLower(&db->notify_due, notify_when);
 
@@ -449,6 +469,7 @@ PoolXactCallback(XactEvent event, void *arg)
 	}
 	xact_due = POOL_NOTHING_DUE;
 	xact_notify_due = POOL_NOTHING_DUE;
+	xact_bell = false;
 	probe_at_commit = false;
 }
 
@@ -1051,6 +1072,32 @@ PoolNotifySent(TimestampTz next)
 	LWLockRelease(pool->lock);
 }
 
+/* Is LISTEN inventory_changes to be rung?  It is taken: rung once. */
+bool
+PoolBellTake(void)
+{
+	return pg_atomic_exchange_u32(&visit_db->bell, 0) != 0;
+}
+
+/* A ring that failed: rung again with the next send. */
+void
+PoolBellAgain(void)
+{
+	pg_atomic_write_u32(&visit_db->bell, 1);
+}
+
+/*
+ * How long the oldest row of the visited database's change feed has been
+ * held back, at the worker's last send (0: none).
+ */
+void
+PoolFeedLag(int64 usecs)
+{
+	LWLockAcquire(pool->lock, LW_EXCLUSIVE);
+	visit_db->feed_lag_usecs = usecs;
+	LWLockRelease(pool->lock);
+}
+
 /*
  * Up to when the sale windows' edges of the visited database have been
  * sent to LISTEN inventory_stock; the visiting worker alone moves it.
@@ -1141,6 +1188,7 @@ PoolCopyStatus(int *count)
 		s->verify = db->verify;
 		s->reconciled = db->reconciled;
 		s->notify_failures = db->notify_failures;
+		s->feed_lag_usecs = db->feed_lag_usecs;
 
 		if (db->pauses > 0)
 			s->state = "paused";

@@ -41,6 +41,7 @@ extern void PoolShmemInit(void);
 extern void PoolNoteDue(TimestampTz when);
 extern void PoolNoteNotify(TimestampTz when);
 extern void PoolNoteFoldDue(TimestampTz now);
+extern void PoolNoteBell(void);
 extern void PoolCheckRoom(void);
 extern void PoolProbeAtCommit(void);
 extern void PoolPause(Oid dboid);
@@ -87,6 +88,9 @@ extern void PoolReconcileReport(const ReconcileCounts *c);
 extern bool PoolNotifyTake(TimestampTz now, bool all);
 extern int	PoolNotifyFailed(TimestampTz now);
 extern void PoolNotifySent(TimestampTz next);
+extern bool PoolBellTake(void);
+extern void PoolBellAgain(void);
+extern void PoolFeedLag(int64 usecs);
 extern TimestampTz PoolEdgesUntil(void);
 extern void PoolEdgesSent(TimestampTz until);
 extern void PoolVisitEnd(void);
@@ -109,6 +113,7 @@ typedef struct PoolDbStatus
 	PoolVerify	verify;
 	ReconcileCounts reconciled;
 	int64		notify_failures;
+	int64		feed_lag_usecs;
 } PoolDbStatus;
 
 extern PoolDbStatus *PoolCopyStatus(int *count);

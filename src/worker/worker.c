@@ -8,7 +8,8 @@
  * inventory.expire_batch overdue PENDING reservations (ExpireOverdue, which
  * skips rows a buyer has locked and so never waits for one), the other
  * folds up to inventory.fold_batch settled movements into inventory.sku
- * (FoldSettled) and reads when the next reservation falls due.  Both write
+ * (FoldSettled), prunes the change feed's rows past their retention
+ * (RetainPrune) and reads when the next reservation falls due.  Both write
  * through the tables, so the trigger updates the cache as for any other
  * write.  The worker stays while more work falls due within
  * inventory.expire_interval and no other database waits for a slot, and
@@ -16,7 +17,7 @@
  * Before each round and between any two of its transactions, it sends
  * LISTEN inventory_stock the SKUs that sold out or came back on sale, as
  * noted by commits with inventory.stock_notifications on, and those whose
- * sale window opened or closed (stock_notify.c), in a transaction of its
+ * sale window opened or closed (notify.c), in a transaction of its
  * own, so that the commits that made them do not take NOTIFY's
  * cluster-wide lock and no notification waits for a whole round.
  * At most once per inventory.verify_interval a visit also compares the
@@ -53,6 +54,7 @@
 #include "maintenance/expire.h"
 #include "maintenance/fold.h"
 #include "maintenance/reconcile.h"
+#include "maintenance/retain.h"
 #include "maintenance/verify.h"
 #include "shmem/cache.h"
 #include "shmem/cache_notify.h"
@@ -61,11 +63,14 @@
 #include "shmem/keyfilter.h"
 #include "shmem/pool.h"
 #include "tables/stmt.h"
-#include "worker/stock_notify.h"
+#include "worker/notify.h"
 #include "worker/worker.h"
 
 /* SKUs folded together in one statement */
 #define FOLD_SKUS	1000
+
+/* rows of the change feed pruned in a round, at most */
+#define FEED_PRUNE_ROWS	10000
 
 /* settings */
 static int	inv_expire_batch = 1000;
@@ -170,7 +175,7 @@ WorkerAsk(const ReconcileOrder *orders, int n, bool *backlog)
 			handled = ReconcileOrders(&r, orders + done, chunk, deadline, &counts, &settled);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
-		StockNotify(false);
+		WorkerNotify(false);
 		done += handled;
 		if (handled < chunk)
 			break;
@@ -183,13 +188,14 @@ WorkerAsk(const ReconcileOrder *orders, int n, bool *backlog)
 
 /*
  * One round; reports what it did and when work is due next, and returns
- * whether more is due at once (a backlog of expiry or folding).
+ * whether more is due at once (a backlog of expiry, folding or pruning).
  */
 static bool
 WorkerRound(void)
 {
 	int64		expired;
 	int64		folded = 0;
+	int64		pruned = 0;
 	TimestampTz next;
 	TimestampTz now;
 	TimestampTz oldest_overdue = 0;
@@ -267,7 +273,7 @@ WorkerRound(void)
 		else if (ms < EXPIRE_BATCH_MS / 2)
 			expire_rows = Min(expire_rows * 2, inv_expire_batch);
 	}
-	StockNotify(false);
+	WorkerNotify(false);
 	if (reconciling)
 		expired = WorkerAsk(orders, norders, &backlog);
 
@@ -285,16 +291,19 @@ WorkerRound(void)
 		/* an administrator's fold under way: leave it to them this round */
 		if (nskus > 0)
 			folded = FoldSettled(skus, nskus, inv_fold_batch, false);
+		/* and the change feed's rows past their retention */
+		pgstat_report_activity(STATE_RUNNING, "inventory: pruning the change feed");
+		pruned = RetainPrune(GetCurrentTimestamp(), FEED_PRUNE_ROWS);
 	}
 	/* after a full batch more is waiting; else, when is the next one due? */
-	more = backlog || folded >= inv_fold_batch;
+	more = backlog || folded >= inv_fold_batch || pruned >= FEED_PRUNE_ROWS;
 	if (more)
 		next = 0;
 	else
 		next = ExpireNextDue();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	StockNotify(false);
+	WorkerNotify(false);
 
 	now = GetCurrentTimestamp();
 	if (next == 0)
@@ -343,7 +352,7 @@ WorkerVerify(void)
 				 errhint("Run SELECT * FROM inventory.verify() in that database to see them.")));
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	StockNotify(false);
+	WorkerNotify(false);
 	v.verified_at = GetCurrentTimestamp();
 	PoolVerifyReport(&v);
 	pgstat_report_activity(STATE_IDLE, NULL);
@@ -381,7 +390,7 @@ inventory_worker_main(Datum main_arg)
 
 		PoolVisitBegin();
 		/* once a visit, every note: none is lost with a worker that failed */
-		StockNotify(first);
+		WorkerNotify(first);
 		first = false;
 		/*
 		 * A backlog comes first: the verify reads every unfolded movement

@@ -1,8 +1,9 @@
 /*
- * stock_notify.c
- *	  What a worker sends to LISTEN inventory_stock: the SKUs whose committed
- *	  available reached zero or came back above it, and those whose sale
- *	  window opened or closed.
+ * notify.c
+ *	  What a worker sends to listeners: to LISTEN inventory_stock the SKUs
+ *	  whose committed available reached zero or came back above it, and
+ *	  those whose sale window opened or closed; to LISTEN inventory_changes
+ *	  a bell, when rows of the change feed have committed.
  *
  * Crossings of zero are noted by the commits that make them, in the cache
  * (shmem/cache_notify.c).  The edges of sale windows are nobody's commit:
@@ -19,6 +20,16 @@
  * available, version, on_sale at that moment and the window's bounds.
  * Edges that passed while the server was down, or before it first saw the
  * database, are not sent: a storefront that starts reads inventory.stock.
+ *
+ * The bell of inventory_changes carries nothing -- any role may listen,
+ * and the feed's rows name orders -- and is rung by the worker, never by
+ * the commit that wrote the feed (enforce/feed.c, pool.c's PoolNoteBell),
+ * at most once a send however many commits wrote: it tells a consumer to
+ * read inventory.changes(), which is the truth.  While committed rows are
+ * held back by an older transaction still running (api/changes.c), the
+ * bell rings again every FEED_HELD_RETRY_MS, so that a consumer hears of
+ * them once they can be read; how long the oldest has been held back is
+ * the change feed's lag, in inventory.worker_status.
  */
 #include "postgres.h"
 
@@ -43,10 +54,17 @@
 #include "shmem/pool.h"
 #include "tables/catalog.h"
 #include "tables/stmt.h"
-#include "worker/stock_notify.h"
+#include "worker/notify.h"
 
-/* the channel of LISTEN inventory_stock */
+/* the channels */
 #define INV_STOCK_CHANNEL	"inventory_stock"
+#define INV_CHANGES_CHANNEL	"inventory_changes"
+
+/* how soon the bell is tried again while the feed's rows are held back */
+#define FEED_HELD_RETRY_MS	1000
+
+/* this send took the bell, which a failure gives back */
+static bool bell_taken = false;
 
 /* this database's name, for the messages of a failed send */
 static NameData notify_datname;
@@ -57,6 +75,13 @@ static InvStmt edges_passed = {
 	" WHERE (sale_starts OPERATOR(pg_catalog.>) $1 AND sale_starts OPERATOR(pg_catalog.<=) $2)"
 	"    OR (sale_ends OPERATOR(pg_catalog.>) $1 AND sale_ends OPERATOR(pg_catalog.<=) $2)",
 	2, {TIMESTAMPTZOID, TIMESTAMPTZOID}
+};
+
+/* the oldest row of the change feed that changes() holds back */
+static InvStmt held_back = {
+	"SELECT pg_catalog.min(COALESCE(settled_at, created_at)) FROM inventory.change"
+	" WHERE xid OPERATOR(pg_catalog.>=) pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())",
+	0, {0}
 };
 
 /* the first edge after $1 */
@@ -80,6 +105,32 @@ AppendBound(StringInfo buf, const char *name, TimestampTz t)
 	else
 		appendStringInfo(buf, "\"%s\"",
 						 JsonEncodeDateTime(iso, TimestampTzGetDatum(t), TIMESTAMPTZOID, NULL));
+}
+
+/*
+ * When committed rows of the change feed are held back by an older
+ * transaction still running, the time the oldest of them was written; 0
+ * when none is.  Then the bell must ring again once they can be read.
+ */
+static TimestampTz
+FeedHeldBack(void)
+{
+	TimestampTz oldest = 0;
+	int			spi;
+
+	if (!OidIsValid(InvGetCatalog()->change_rel))
+		return 0;
+	spi = InvSpiConnect();
+	if (InvStmtRun(&held_back, NULL, NULL, true, 1) == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			oldest = DatumGetTimestampTz(d);
+	}
+	InvSpiFinish(spi);
+	return oldest;
 }
 
 /* Queues one notification of a SKU's state, its on_sale as of now. */
@@ -174,6 +225,8 @@ SendDue(TimestampTz now)
 	TimestampTz next;
 	TimestampTz edges_from = PoolEdgesUntil();
 	TimestampTz next_edge_at = POOL_NOTHING_DUE;
+	TimestampTz held_since = 0;
+	bool		rang;
 	int			n;
 
 	/* the notes outlive the transaction: they are done after its commit */
@@ -210,7 +263,24 @@ SendDue(TimestampTz now)
 		next_edge_at = NotifyEdges(edges_from, now);
 		PopActiveSnapshot();
 	}
+	rang = bell_taken = PoolBellTake();
+	if (rang)
+	{
+		Async_Notify(INV_CHANGES_CHANNEL, NULL);
+		PushActiveSnapshot(GetTransactionSnapshot());
+		held_since = FeedHeldBack();
+		PopActiveSnapshot();
+	}
 	CommitTransactionCommand();
+	bell_taken = false;
+	/* rows held back: the bell rings again once they may be read */
+	if (held_since != 0)
+	{
+		PoolBellAgain();
+		next = Min(next, TimestampTzPlusMilliseconds(now, FEED_HELD_RETRY_MS));
+	}
+	if (rang)
+		PoolFeedLag(held_since != 0 ? now - held_since : 0);
 	CacheNotesSent(notes, n, now);
 	PoolEdgesSent(now);
 	PoolNotifySent(Min(next, next_edge_at));
@@ -231,7 +301,7 @@ SendDue(TimestampTz now)
  * the round goes on.  The failure is counted in inventory.worker_status.
  */
 void
-StockNotify(bool all)
+WorkerNotify(bool all)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz now = GetCurrentTimestamp();
@@ -252,6 +322,9 @@ StockNotify(bool all)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
+		if (bell_taken)
+			PoolBellAgain();
+		bell_taken = false;
 		backoff = PoolNotifyFailed(GetCurrentTimestamp());
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
