@@ -55,6 +55,7 @@ OBJS = \
 	src/shmem/metrics.o \
 	src/shmem/pool.o \
 	src/tables/catalog.o \
+	src/tables/change_table.o \
 	src/tables/keyscan.o \
 	src/tables/ledger_row.o \
 	src/tables/ledger_table.o \

@@ -481,20 +481,16 @@ CREATE TABLE inventory.change (
 	seq			integer NOT NULL,
 	order_id	text COLLATE "C" NOT NULL,
 	batch_id	integer NOT NULL,
-	sku			text COLLATE "C" NOT NULL,
-	qty			bigint NOT NULL,
 	state		inventory.state NOT NULL,
-	created_at	timestamptz NOT NULL,
-	expires_at	timestamptz,
-	settled_at	timestamptz,
-	settled_by	text COLLATE "C",
+	at			timestamptz NOT NULL,
 	PRIMARY KEY (xid, seq)
 );
 COMMENT ON TABLE inventory.change IS
-	'the change feed: one row per reservation made and per reservation settled, in the order inventory.changes() returns them (not dumped)';
+	'the change feed: one row per reservation made and per reservation settled, in the order inventory.changes() returns them, which reads the rest from the ledger (not dumped)';
 COMMENT ON COLUMN inventory.change.xid IS 'the top-level transaction that wrote the ledger row';
 COMMENT ON COLUMN inventory.change.seq IS 'the row''s place in its transaction';
 COMMENT ON COLUMN inventory.change.state IS 'the reservation''s state as written: PENDING when made, its final state when settled';
+COMMENT ON COLUMN inventory.change.at IS 'when it was made or settled: the retention counts from it';
 
 CREATE TABLE inventory.feed (
 	one			boolean PRIMARY KEY DEFAULT true CHECK (one),

@@ -129,12 +129,15 @@ NAMES = {
     "4": "4 inventory: reserve, hot SKU, succeeds",
     "4b": "4b inventory: 4 with max_per_buyer {limit}, a new buyer per call",
     "4n": "4n inventory: 4 in a database with inventory.stock_notifications on",
+    "4f": "4f inventory: 4 in a database with inventory.change_feed on",
     "5": "5 inventory: reserve, hot SKU, sold out",
     "6": "6 inventory: reserve, {nskus} SKUs uniform",
     "7": "7 inventory: reserve + confirm/cancel/expire",
     "10": "10 inventory: reserve_many of {batch}, hot SKU (reservations/s)",
     "13": "13 inventory: reserve_now, hot SKU, succeeds",
     "13s": "13s inventory: reserve_now, hot SKU, sold out",
+    "13r": "13r inventory: reserve_now_result, hot SKU, the whole result row",
+    "13f": "13f inventory: 13 in a database with inventory.change_feed on",
     "13u": "13u inventory: reserve_now, {nskus} SKUs uniform",
     "11": "11 router: case 4 through inventory_router",
     "11b": "11b router: 11 on a SKU split over 2 buckets",
@@ -144,8 +147,8 @@ NAMES = {
 }
 # each case's baseline in the table of every run
 BASE = {"1b": "1", "1k": "1", "1c": "1", "2a": "1", "2b": "1", "2c": "1", "2d": "1",
-        "2e": "2d", "2f": "2d", "3": "1", "3d": "3", "4": "2b", "4b": "4", "4n": "4", "5": "1",
-        "6": "2b", "7": "2b", "10": "3d", "13": "4", "13s": "5", "13u": "6",
+        "2e": "2d", "2f": "2d", "3": "1", "3d": "3", "4": "2b", "4b": "4", "4n": "4", "4f": "4", "5": "1",
+        "6": "2b", "7": "2b", "10": "3d", "13": "4", "13s": "5", "13u": "6", "13r": "13", "13f": "13",
         "11": "4", "11b": "11", "11c": "11",
         "12": "5", "12c": "12"}
 ROUTER = ["11", "11b", "11c", "12", "12c"]
@@ -191,6 +194,7 @@ TARGETS = [
            "4b", "4", ">=", 0.8),
     Target("case 4n ≥ 0.95× case 4 (LISTEN inventory_stock on: within noise)", "4n", "4", ">=",
            0.95, rounds=11),
+    Target("(case 4f / case 4: the change feed on, a row of the feed per reservation)", "4f", "4"),
     Target("case 5 ≥ 0.9× case 1", "5", "1", ">=", 0.9, rounds=1),
     Target("(case 5 / case 1k: a refusal against a round trip that carries its key)",
            "5", "1k", rounds=3),
@@ -221,6 +225,8 @@ TARGETS = [
     Target("case 13 median latency at 1 client ≤ case 4's + 0.1 ms (ms more)", "13", "4", "<=", 0.1,
            measure="p50_extra"),
     Target("case 13u ≥ 2× case 6 (reserve_now over many SKUs)", "13u", "6", ">=", 2),
+    Target("(case 13r / case 13: reserve_now's whole result row against its status)", "13r", "13"),
+    Target("(case 13f / case 13: the change feed on, written by the express writer)", "13f", "13"),
     Target("(case 2e / case 2d: the INSERT of the ledger's own row against the one-index"
            " INSERT, the most case 4 can reach)", "2e", "2d", in_run=False, rounds=6),
     Target("case 8 ≥ 20,000 rows/s", "8", op=">=", goal=20000, measure="expiry_rate"),

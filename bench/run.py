@@ -72,6 +72,8 @@ Cases (pgbench -M prepared -j 2, synchronous_commit = on, fsync = on):
   4n  4 in a database of its own (bench_n), set up as bench is for case 4,
       with inventory.stock_notifications on (ALTER DATABASE): what LISTEN
       inventory_stock costs a sale
+  4f  4 in a database of its own (bench_f) with inventory.change_feed on:
+      what the change feed costs a sale (a row of the feed per reservation)
   5   inventory.reserve on one sold-out SKU, always refused
   6   inventory.reserve on a random SKU among 100,000
   7   reserve, then confirm (70%), cancel (20%) or let expire (10%)
@@ -86,6 +88,9 @@ Cases (pgbench -M prepared -j 2, synchronous_commit = on, fsync = on):
   13  inventory.reserve_now (the express lane) on a hot SKU, one
       reservation per call, against case 4
   13s 13 on a sold-out SKU, against case 5
+  13r 13 through inventory.reserve_now_result, asking for the whole result
+      row (SELECT *), against case 13's status
+  13f 13 in case 4f's database, with the change feed on, against case 13
   13u 13 on a random SKU among 100,000, against case 6
   14  LISTEN inventory_stock: a SKU of one unit taken and given back,
       alone, 40 times each (5 with --smoke), in case 4n's database; how long
@@ -127,7 +132,7 @@ from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
 LIB = TOP / "scripts" / "lib.sh"
-ALL_CASES = ("1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 5 6 7 8 8r 9 10 13 13s 13u 14 14b"
+ALL_CASES = ("1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 4f 5 6 7 8 8r 9 10 13 13s 13u 13r 13f 14 14b"
              " 11 11b 11c 12 12c").split()
 # The cases of the throughput targets and of their bounds, run again in
 # rounds (see run_rounds), in their order, with their pgbench script and
@@ -159,6 +164,8 @@ REDIS_STOCK = 1000000000000
 NOTIFY_DB = "bench_n"
 # case 14b: its database of its own
 BACKLOG_NOTIFY_DB = "bench_nb"
+# cases 4f and 13f: their database, with inventory.change_feed on
+FEED_DB = "bench_f"
 # cases 11-12c: through the router
 ROUTER_CASES = ("11", "11b", "11c", "12", "12c")
 # the bench database's inventory worker in a process title (not bench_n's)
@@ -772,8 +779,9 @@ INSERT INTO inventory.sku (sku, on_hand)
 SELECT inventory.restock('LIFE-1', 1000000000000, 'stock-life');
 -- case 10: the same stock as HOT-1, for the batches
 SELECT inventory.restock('HOT-MANY', 1000000000000, 'stock-hot-many');
--- cases 13 and 13s: the same as HOT-1 and SOLD-1, for the express lane
+-- cases 13, 13r and 13s: the same as HOT-1 and SOLD-1, for the express lane
 SELECT inventory.restock('HOT-NOW', 1000000000000, 'stock-hot-now');
+SELECT inventory.restock('HOT-NOWR', 1000000000000, 'stock-hot-nowr');
 INSERT INTO inventory.sku (sku, on_hand) VALUES ('SOLD-NOW', 0);
 
 -- case 8: waits until s has n units available, polling every 10 ms; returns
@@ -815,9 +823,24 @@ SELECT inventory.restock('NOTE-1', 1, 'stock-note');
 """, db=db)
 
 
+def create_feed_db(b):
+    """Cases 4f and 13f's database, with the extension and inventory.change_feed
+    on, as an application turns it on (a session cannot), and their SKUs; True
+    when all went well."""
+    log(f"creating the {FEED_DB} database, with inventory.change_feed on")
+    return subprocess.run(as_postgres(["createdb", FEED_DB])).returncode == 0 and b.run_script(f"""
+CREATE EXTENSION inventory;
+ALTER DATABASE {FEED_DB} SET inventory.default_ttl = '1d';
+ALTER DATABASE {FEED_DB} SET inventory.change_feed = on;
+SELECT inventory.restock('HOT-F', 1000000000000, 'stock-hot-f');
+SELECT inventory.restock('HOT-FNOW', 1000000000000, 'stock-hot-fnow');
+""", db=FEED_DB)
+
+
 def create_databases(b):
-    """The bench database, and for cases 4n and 14 the database with
-    notifications on, set up as bench is for case 4."""
+    """The bench database, for cases 4n and 14 the database with
+    notifications on, and for cases 4f and 13f the one with the change feed
+    on, each set up as bench is for case 4."""
     log("creating the bench database")
     subprocess.run(as_postgres(["createdb", "bench"]))
     if not b.run_script(bench_database_sql(b.s)):
@@ -825,6 +848,8 @@ def create_databases(b):
     if b.want("4n", "14") and not create_notify_db(
             b, NOTIFY_DB, "SELECT inventory.restock('HOT-N', 1000000000000, 'stock-hot-n');"):
         die(f"set-up of the {NOTIFY_DB} database failed")
+    if b.want("4f", "13f") and not create_feed_db(b):
+        die(f"set-up of the {FEED_DB} database failed")
 
 
 def record_settings(b):
@@ -1001,6 +1026,18 @@ def run_reserve_notified(b):
             b.query("SHOW inventory.stock_notifications", NOTIFY_DB) == "on")
 
 
+def run_reserve_fed(b):
+    """Case 4f: case 4 in the database with inventory.change_feed on: one row
+    of the feed per reservation."""
+    b.run_counted("4f", "one ledger row per reserve", lambda: b.ledger_rows("sku = 'HOT-F'", FEED_DB),
+                  lambda: b.run_case("4f", "reserve.sql", "-D", "sku=HOT-F", "-D", "prefix=o4f-",
+                                     db=FEED_DB))
+    b.check("case 4f: each of its reservations is a row of the change feed",
+            b.query("SELECT (SELECT count(*) FROM inventory.change WHERE sku = 'HOT-F')"
+                    " = (SELECT count(*) FROM inventory.ledger WHERE sku = 'HOT-F' AND kind = 'reserve')",
+                    FEED_DB) == "t")
+
+
 def key_filter_counts(b):
     """The key filter's refusals answered alone, and those it said maybe to but
     whose key was not there: together every refusal (none of case 5's keys exists)."""
@@ -1152,6 +1189,25 @@ def run_express_hot(b):
                     " FROM inventory.express_status") == "t")
     log("express lane: " + b.query("SELECT rows_per_batch::numeric(10,1) || ' rows per batch, ' || sent_back"
                                     " || ' sent back' FROM inventory.express_status WHERE datname = 'bench'"))
+
+
+def run_express_result(b):
+    """Case 13r: case 13 through reserve_now_result(), the whole result row."""
+    b.run_counted("13r", "one ledger row per call", lambda: b.ledger_rows("sku = 'HOT-NOWR'"),
+                  lambda: b.run_case("13r", "reserve_now_result.sql", "-D", "sku=HOT-NOWR",
+                                     "-D", "prefix=o13r-"))
+
+
+def run_express_fed(b):
+    """Case 13f: case 13 in the database with inventory.change_feed on: the
+    express writer writes a row of the feed per reservation."""
+    b.run_counted("13f", "one ledger row per call", lambda: b.ledger_rows("sku = 'HOT-FNOW'", FEED_DB),
+                  lambda: b.run_case("13f", "reserve_now.sql", "-D", "sku=HOT-FNOW", "-D", "prefix=o13f-",
+                                     db=FEED_DB))
+    b.check("case 13f: each of its reservations is a row of the change feed",
+            b.query("SELECT (SELECT count(*) FROM inventory.change WHERE sku = 'HOT-FNOW')"
+                    " = (SELECT count(*) FROM inventory.ledger WHERE sku = 'HOT-FNOW' AND kind = 'reserve')",
+                    FEED_DB) == "t")
 
 
 def run_express_sold_out(b):
@@ -1587,14 +1643,16 @@ def run_cases(b):
     expiry after the rounds; 9, which restarts the server, last."""
     run_floor_and_sql_cases(b)
     steps = [("3", run_redis_in_memory), ("3d", run_redis_durable), ("4", run_hot_reserve),
-             ("4b", run_limit_per_buyer), ("4n", run_reserve_notified), ("5", run_sold_out),
+             ("4b", run_limit_per_buyer), ("4n", run_reserve_notified), ("4f", run_reserve_fed),
+             ("5", run_sold_out),
              ("1c", run_absent_key), ("6", run_many_skus), ("7", run_lifecycle)]
     for case, step in steps:
         if b.want(case):
             step(b)
     if b.want(*ROUTER_CASES):
         run_router_cases(b)
-    steps = [("10", run_batches), ("13", run_express_hot), ("13s", run_express_sold_out),
+    steps = [("10", run_batches), ("13", run_express_hot), ("13r", run_express_result),
+             ("13f", run_express_fed), ("13s", run_express_sold_out),
              ("13u", run_express_many_skus), ("14", run_notify)]
     for case, step in steps:
         if b.want(case):
@@ -1609,6 +1667,9 @@ def run_cases(b):
     if b.want("4n", "14"):
         b.check(f"cache = tables in {NOTIFY_DB} after cases 4n and 14 (inventory.verify() is empty)",
                 b.query("SELECT count(*) = 0 FROM inventory.verify()", NOTIFY_DB) == "t")
+    if b.want("4f", "13f"):
+        b.check(f"cache = tables in {FEED_DB} after cases 4f and 13f (inventory.verify() is empty)",
+                b.query("SELECT count(*) = 0 FROM inventory.verify()", FEED_DB) == "t")
     if b.want("14b"):
         run_notify_during_backlog(b)
     if b.want("9"):

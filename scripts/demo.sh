@@ -208,6 +208,7 @@ SQL
 done
 for db in "${WAYS[@]:2:2}"; do
 	psql_in "$db" -c 'CREATE EXTENSION inventory' \
+		-c "ALTER DATABASE $db SET inventory.change_feed = on" \
 		-c "SELECT inventory.restock('FLASH-1', $UNITS, 'delivery-1')" >/dev/null ||
 		inv_die "setting up $db failed"
 done
@@ -242,14 +243,19 @@ SELECT (SELECT count(*) FROM orders WHERE status = 'paid'),
 SQL
 	)
 done
-NEGATIVE=() DIFFS=()
+NEGATIVE=() DIFFS=() FED=() FED_OTHER=()
+FED[0]=— FED[1]=— FED_OTHER[0]=— FED_OTHER[1]=—
 for i in 2 3; do
-	IFS='|' read -r "SOLD[$i]" "LEFT[$i]" "AWAY[$i]" "NEGATIVE[$i]" "DIFFS[$i]" < <(psql_in "${WAYS[$i]}" -At <<SQL
+	IFS='|' read -r "SOLD[$i]" "LEFT[$i]" "AWAY[$i]" "NEGATIVE[$i]" "DIFFS[$i]" "FED[$i]" "FED_OTHER[$i]" \
+		< <(psql_in "${WAYS[$i]}" -At <<SQL
 SELECT (SELECT count(*) FROM inventory.ledger WHERE kind = 'reserve' AND state = 'CONFIRMED'),
        (SELECT available FROM inventory.stock WHERE sku = 'FLASH-1'),
        $TOTAL - (SELECT count(*) FROM inventory.ledger WHERE kind = 'reserve'),
        (SELECT bool_or(on_hand < 0 OR reserved > on_hand) FROM inventory.stock),
-       (SELECT count(*) FROM inventory.verify());
+       (SELECT count(*) FROM inventory.verify()),
+       -- what an order service following the change feed was told
+       (SELECT count(*) FROM inventory.changes(NULL, 1000000000) WHERE state = 'CONFIRMED'),
+       (SELECT count(*) FROM inventory.changes(NULL, 1000000000) WHERE state IN ('CANCELLED', 'EXPIRED'));
 SQL
 	)
 done
@@ -267,6 +273,8 @@ row 'units sold' "${SOLD[@]}"
 row 'oversold' "${OVER[@]}"
 row 'left for sale (own count)' "${LEFT[@]}"
 row 'buyers turned away' "${AWAY[@]}"
+row 'paid, by the change feed' "${FED[@]}"
+row 'unpaid, by the change feed' "${FED_OTHER[@]}"
 row 'buyers served per second' "${TPS[@]}"
 row 'p99 latency (ms)' "${P99[@]}"
 
@@ -285,6 +293,7 @@ for i in 2 3; do
 	check "$way sold at most what it had" [ "${OVER[$i]}" -eq 0 ]
 	check "$way stock never below zero" [ "${NEGATIVE[$i]}" = f ]
 	check "$way cache = tables (verify())" [ "${DIFFS[$i]}" = 0 ]
+	check "$way: the feed told every sale" [ "${FED[$i]}" = "${SOLD[$i]}" ]
 	if [ "$TOTAL" -ge $((2 * UNITS + CLIENTS)) ]; then
 		check "$way sold every unit" [ "${SOLD[$i]}" -eq "$UNITS" ]
 	else

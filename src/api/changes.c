@@ -57,10 +57,19 @@ static InvStmt feed_state = {
 	0, {0}
 };
 
+/*
+ * The rows after the cursor, the reservation's other columns read from the
+ * ledger (settled_at and settled_by for a settlement only): a row of the
+ * ledger an administrator deleted after its fold leaves them NULL.
+ */
 static InvStmt rows_after = {
-	"SELECT c.xid::text, c.seq, c.order_id, c.batch_id, c.sku, c.qty, c.state,"
-	"       c.created_at, c.expires_at, c.settled_at, c.settled_by"
+	"SELECT c.xid::text, c.seq, c.order_id, c.batch_id, l.sku, l.qty, c.state,"
+	"       l.created_at, l.expires_at,"
+	"       CASE WHEN c.state OPERATOR(pg_catalog.<>) 'PENDING' THEN l.settled_at END,"
+	"       CASE WHEN c.state OPERATOR(pg_catalog.<>) 'PENDING' THEN l.settled_by END"
 	"  FROM inventory.change c"
+	"  LEFT JOIN inventory.ledger l ON l.order_id OPERATOR(pg_catalog.=) c.order_id"
+	"   AND l.batch_id OPERATOR(pg_catalog.=) c.batch_id"
 	" WHERE ROW(c.xid, c.seq) OPERATOR(pg_catalog.>) ROW($1::pg_catalog.xid8, $2)"
 	"   AND c.xid OPERATOR(pg_catalog.<)"
 	"       pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"

@@ -13,8 +13,10 @@
  * router's bucket transfers among them).  The ledger itself is not
  * touched: a settle stays a HOT update.
  *
- * A row's key is the top-level transaction's id (xid8) and its place in
- * that transaction: inventory.changes() returns a row only once every
+ * A row holds what the ledger cannot tell later -- the key, the state as
+ * written, and when -- and changes() reads the rest from the ledger's row:
+ * each byte of it is WAL that every sale writes.  Its key is the
+ * top-level transaction's id (xid8) and its place in that transaction: inventory.changes() returns a row only once every
  * transaction with a smaller id has ended, so that a consumer resuming
  * after a row misses nothing and sees nothing twice, whatever order the
  * transactions committed in.
@@ -38,6 +40,7 @@
 #include "setting.h"
 #include "shmem/pool.h"
 #include "tables/catalog.h"
+#include "tables/change_table.h"
 #include "tables/stmt.h"
 #include "types/state.h"
 
@@ -46,15 +49,6 @@ bool		inv_change_feed = false;
 /* the place of the next row in its transaction */
 static FullTransactionId seq_xid;
 static int32 seq = 0;
-
-static InvStmt append = {
-	"INSERT INTO inventory.change (xid, seq, order_id, batch_id, sku, qty, state,"
-	" created_at, expires_at, settled_at, settled_by)"
-	" VALUES (pg_catalog.pg_current_xact_id(), $1, $2, $3, $4, $5, $6::inventory.state,"
-	" $7, $8, $9, $10)",
-	10, {INT4OID, TEXTOID, INT4OID, TEXTOID, INT8OID, TEXTOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
-};
 
 static bool
 CheckChangeFeed(bool *newval, void **extra, GucSource source)
@@ -76,17 +70,11 @@ FeedInit(void)
 							 CheckChangeFeed, NULL, NULL);
 }
 
-/*
- * Appends the reservation row, as written (made, or settled), to the feed,
- * as the owner of the extension's schema whoever writes the ledger.
- */
+/* Appends the reservation, as written (made, or settled), to the feed. */
 void
 FeedAppend(const LedgerRow *row)
 {
 	FullTransactionId top;
-	Datum		values[10];
-	char		nulls[10];
-	int			spi;
 
 	if (!OidIsValid(InvGetCatalog()->change_rel))
 		return;					/* a schema before 0.3 */
@@ -96,26 +84,8 @@ FeedAppend(const LedgerRow *row)
 		seq_xid = top;
 		seq = 0;
 	}
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = Int32GetDatum(++seq);
-	values[1] = PointerGetDatum(row->order_id);
-	values[2] = Int32GetDatum(row->batch_id);
-	values[3] = PointerGetDatum(row->sku);
-	values[4] = Int64GetDatum(row->qty);
-	values[5] = CStringGetTextDatum(InvStateName(row->state));
-	values[6] = TimestampTzGetDatum(row->created_at);
-	values[7] = TimestampTzGetDatum(row->expires_at);
-	if (!row->has_expires_at)
-		nulls[7] = 'n';
-	values[8] = TimestampTzGetDatum(row->settled_at);
-	if (!row->has_settled_at)
-		nulls[8] = 'n';
-	values[9] = PointerGetDatum(row->settled_by);
-	if (row->settled_by == NULL)
-		nulls[9] = 'n';
-	spi = InvSpiConnect();
-	InvStmtRunAsOwner(&append, values, nulls);
-	InvSpiFinish(spi);
+	ChangeInsert(top, ++seq, row->order_id, row->batch_id, row->state,
+				 row->has_settled_at ? row->settled_at : row->created_at);
 	/* LISTEN inventory_changes hears of it from a worker, once committed */
 	PoolNoteBell();
 }

@@ -5,7 +5,7 @@
  *
  * The feed is read in the order of its keys (xid, seq), so what is pruned
  * is a head of that order: the rows from the first, as long as each is
- * older than the retention (its settled_at, else its created_at).  A row
+ * older than the retention (when it was made or settled).  A row
  * of a long transaction that is younger stops the pruning until it ages,
  * whatever follows it; so a consumer that is behind finds either every
  * row after its cursor or, for a cursor before the pruned head, an error
@@ -30,7 +30,7 @@
 static int	inv_change_retention = 7 * 24 * 3600;	/* seconds */
 
 static InvStmt head = {
-	"SELECT xid::text, seq, COALESCE(settled_at, created_at) OPERATOR(pg_catalog.<) $1"
+	"SELECT xid::text, seq, at OPERATOR(pg_catalog.<) $1"
 	"  FROM inventory.change ORDER BY xid, seq LIMIT $2",
 	2, {TIMESTAMPTZOID, INT4OID}
 };

@@ -350,13 +350,12 @@ PoolNoteNotify(TimestampTz when)
 
 /*
  * This transaction wrote the change feed: once it commits, a worker rings
- * LISTEN inventory_changes, as soon as notes are sent.
+ * LISTEN inventory_changes (BellAtCommit).
  */
 void
 PoolNoteBell(void)
 {
 	xact_bell = true;
-	PoolNoteNotify(GetCurrentTimestamp());
 }
 
 /* Settled movements are there to fold: due within expire_interval of now. */
@@ -397,6 +396,21 @@ MyDb(void)
 }
 
 /*
+ * At commit: the database's bell is to ring.  Only the commit that sets it
+ * makes its notes due now: the others find it set, and the worker rings
+ * it when it may (worker/notify.c), so that a sale wakes nobody.
+ */
+static void
+BellAtCommit(void)
+{
+	PoolDb	   *db = MyDb();
+
+	if (db != NULL && pg_atomic_read_u32(&db->bell) == 0 &&
+		pg_atomic_exchange_u32(&db->bell, 1) == 0)
+		PoolNoteNotify(GetCurrentTimestamp());
+}
+
+/*
  * At commit: the database's work is due no later than this transaction's,
  * and its notes no later than notify_when.
  */
@@ -408,8 +422,6 @@ PublishDue(TimestampTz when, TimestampTz notify_when)
 	int			slot;
 
 	/* before due: a worker woken by due finds the notes due */
-	if (db != NULL && xact_bell)
-		pg_atomic_write_u32(&db->bell, 1);
 	if (db != NULL && notify_when != POOL_NOTHING_DUE)
 		(void) TimeLower(&db->notify_due, notify_when);
 
@@ -457,6 +469,8 @@ PoolXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 			if (pool != NULL && probe_at_commit)
 				ProbeMyDb();
+			if (pool != NULL && xact_bell)
+				BellAtCommit();
 			if (pool != NULL && xact_due != POOL_NOTHING_DUE)
 				PublishDue(xact_due, xact_notify_due);
 			break;
@@ -1072,7 +1086,14 @@ PoolNotifySent(TimestampTz next)
 	LWLockRelease(pool->lock);
 }
 
-/* Is LISTEN inventory_changes to be rung?  It is taken: rung once. */
+/* Is LISTEN inventory_changes to be rung? */
+bool
+PoolBellPending(void)
+{
+	return pg_atomic_read_u32(&visit_db->bell) != 0;
+}
+
+/* The bell, taken to be rung: rung once. */
 bool
 PoolBellTake(void)
 {

@@ -88,6 +88,7 @@ extern void PoolReconcileReport(const ReconcileCounts *c);
 extern bool PoolNotifyTake(TimestampTz now, bool all);
 extern int	PoolNotifyFailed(TimestampTz now);
 extern void PoolNotifySent(TimestampTz next);
+extern bool PoolBellPending(void);
 extern bool PoolBellTake(void);
 extern void PoolBellAgain(void);
 extern void PoolFeedLag(int64 usecs);

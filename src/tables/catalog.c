@@ -97,6 +97,7 @@ InvGetCatalog(void)
 	catalog.restore_state_rel = get_relname_relid("restore_state", catalog.schema);
 	catalog.reconcile_wait_rel = get_relname_relid("reconcile_wait", catalog.schema);
 	catalog.change_rel = get_relname_relid("change", catalog.schema);
+	catalog.change_key_index = get_relname_relid("change_pkey", catalog.schema);
 	catalog.result_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 										  CStringGetDatum("result"),
 										  ObjectIdGetDatum(catalog.schema));

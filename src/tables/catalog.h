@@ -24,6 +24,7 @@ typedef struct InvCatalog
 	Oid			restore_state_rel;	/* InvalidOid before 0.3 */
 	Oid			reconcile_wait_rel; /* InvalidOid before 0.3 */
 	Oid			change_rel;		/* the change feed; InvalidOid before 0.3 */
+	Oid			change_key_index;	/* its primary key (xid, seq) */
 
 	/* column numbers of inventory.ledger */
 	AttrNumber	l_order_id;

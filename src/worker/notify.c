@@ -24,7 +24,8 @@
  * The bell of inventory_changes carries nothing -- any role may listen,
  * and the feed's rows name orders -- and is rung by the worker, never by
  * the commit that wrote the feed (enforce/feed.c, pool.c's PoolNoteBell),
- * at most once a send however many commits wrote: it tells a consumer to
+ * at most once per inventory.stock_notify_interval however many commits
+ * wrote: it tells a consumer to
  * read inventory.changes(), which is the truth.  While committed rows are
  * held back by an older transaction still running (api/changes.c), the
  * bell rings again every FEED_HELD_RETRY_MS, so that a consumer hears of
@@ -66,6 +67,9 @@
 /* this send took the bell, which a failure gives back */
 static bool bell_taken = false;
 
+/* when this worker last rang it */
+static TimestampTz bell_rung_at = 0;
+
 /* this database's name, for the messages of a failed send */
 static NameData notify_datname;
 
@@ -79,7 +83,7 @@ static InvStmt edges_passed = {
 
 /* the oldest row of the change feed that changes() holds back */
 static InvStmt held_back = {
-	"SELECT pg_catalog.min(COALESCE(settled_at, created_at)) FROM inventory.change"
+	"SELECT pg_catalog.min(at) FROM inventory.change"
 	" WHERE xid OPERATOR(pg_catalog.>=) pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())",
 	0, {0}
 };
@@ -263,9 +267,20 @@ SendDue(TimestampTz now)
 		next_edge_at = NotifyEdges(edges_from, now);
 		PopActiveSnapshot();
 	}
-	rang = bell_taken = PoolBellTake();
+	/* at most once per inventory.stock_notify_interval */
+	rang = false;
+	if (PoolBellPending())
+	{
+		TimestampTz due = TimestampTzPlusMilliseconds(bell_rung_at, inv_stock_notify_interval);
+
+		if (due > now)
+			next = Min(next, due);
+		else
+			rang = bell_taken = PoolBellTake();
+	}
 	if (rang)
 	{
+		bell_rung_at = now;
 		Async_Notify(INV_CHANGES_CHANNEL, NULL);
 		PushActiveSnapshot(GetTransactionSnapshot());
 		held_since = FeedHeldBack();
