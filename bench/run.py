@@ -81,6 +81,8 @@ Cases (pgbench -M prepared -j 2, synchronous_commit = on, fsync = on):
   8r  8 with a reconciler set (inventory.set_reconciler) that looks each
       order up in a payments table, one indexed lookup, and answers
       expire: the cost of asking
+  8f  8 with inventory.change_feed on for the bench database: a row of the
+      feed per reservation expired
   9   cache load after restart: SKU with 1,000,000 settled movements vs none
   10  inventory.reserve_many of BATCH (50) reservations of 1 unit, each
       under a key of its own, on another hot SKU: reported as reservations
@@ -132,7 +134,7 @@ from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
 LIB = TOP / "scripts" / "lib.sh"
-ALL_CASES = ("1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 4f 5 6 7 8 8r 9 10 13 13s 13u 13r 13f 14 14b"
+ALL_CASES = ("1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 4f 5 6 7 8 8r 8f 9 10 13 13s 13u 13r 13f 14 14b"
              " 11 11b 11c 12 12c").split()
 # The cases of the throughput targets and of their bounds, run again in
 # rounds (see run_rounds), in their order, with their pgbench script and
@@ -148,7 +150,12 @@ ROUND_ARGS = {
     "4n": ["reserve.sql", "-D", "sku=HOT-N", "-D", "prefix=o4nr-"],
     "13": ["reserve_now.sql", "-D", "sku=HOT-NOW", "-D", "prefix=o13r-"],
     "13s": ["reserve_now.sql", "-D", "sku=SOLD-NOW", "-D", "prefix=o13sr-"],
+    "4f": ["reserve.sql", "-D", "sku=HOT-F", "-D", "prefix=o4fr-"],
+    "13f": ["reserve_now.sql", "-D", "sku=HOT-FNOW", "-D", "prefix=o13fr-"],
+    "13r": ["reserve_now_result.sql", "-D", "sku=HOT-NOWR", "-D", "prefix=o13rr-"],
 }
+# the database of a case that is not bench's
+CASE_DB = {"4n": "bench_n", "4f": "bench_f", "13f": "bench_f"}
 PGBENCH_OPTIONS = ["-M", "prepared", "-j", "2"]
 # case 4b: the limit per buyer, and the range its buyers are drawn from
 LIMIT = 2
@@ -1026,6 +1033,12 @@ def run_reserve_notified(b):
             b.query("SHOW inventory.stock_notifications", NOTIFY_DB) == "on")
 
 
+def feed_rows(b, sku):
+    """The rows of the change feed of FEED_DB that made a reservation of SKU."""
+    return whole(b.query("SELECT count(*) FROM inventory.change c JOIN inventory.ledger l USING (order_id, batch_id)"
+                         f" WHERE l.sku = '{sku}' AND c.state = 'PENDING'", FEED_DB))
+
+
 def run_reserve_fed(b):
     """Case 4f: case 4 in the database with inventory.change_feed on: one row
     of the feed per reservation."""
@@ -1033,9 +1046,7 @@ def run_reserve_fed(b):
                   lambda: b.run_case("4f", "reserve.sql", "-D", "sku=HOT-F", "-D", "prefix=o4f-",
                                      db=FEED_DB))
     b.check("case 4f: each of its reservations is a row of the change feed",
-            b.query("SELECT (SELECT count(*) FROM inventory.change WHERE sku = 'HOT-F')"
-                    " = (SELECT count(*) FROM inventory.ledger WHERE sku = 'HOT-F' AND kind = 'reserve')",
-                    FEED_DB) == "t")
+            feed_rows(b, "HOT-F") == b.ledger_rows("sku = 'HOT-F' AND kind = 'reserve'", FEED_DB))
 
 
 def key_filter_counts(b):
@@ -1205,9 +1216,7 @@ def run_express_fed(b):
                   lambda: b.run_case("13f", "reserve_now.sql", "-D", "sku=HOT-FNOW", "-D", "prefix=o13f-",
                                      db=FEED_DB))
     b.check("case 13f: each of its reservations is a row of the change feed",
-            b.query("SELECT (SELECT count(*) FROM inventory.change WHERE sku = 'HOT-FNOW')"
-                    " = (SELECT count(*) FROM inventory.ledger WHERE sku = 'HOT-FNOW' AND kind = 'reserve')",
-                    FEED_DB) == "t")
+            feed_rows(b, "HOT-FNOW") == b.ledger_rows("sku = 'HOT-FNOW' AND kind = 'reserve'", FEED_DB))
 
 
 def run_express_sold_out(b):
@@ -1340,7 +1349,7 @@ def run_rounds(b):
         for case in b.s.round_cases:
             log(f"round {r}: case {case}, {clients} clients")
             log_path = b.dir / f"pgbench-round-{r}-{case}.log"
-            db = NOTIFY_DB if case == "4n" else "bench"
+            db = CASE_DB.get(case, "bench")
             if b.pgbench_once(clients, b.s.measure, log_path, *ROUND_ARGS[case], db=db):
                 b.record("round", round=r, case=case, clients=clients, status="ok", tps=tps(log_path),
                          latency_ms=latency(log_path), transactions=processed(log_path))
@@ -1536,21 +1545,31 @@ def clear_under_load(b, case, sku):
 
 
 def run_expiry(b, case):
-    """Case 8 (CASE 8) or 8r: BACKLOG overdue reservations of a SKU of their own,
-    inserted with the worker off, then cleared by the worker under load; records
-    caseCASE.  In 8r a reconciler is set first, which answers expire for every
-    order: both end with every reservation EXPIRED, and differ by the cost of
-    asking alone.  Each cleans up after itself, so either runs whether or not the
-    other ran before it."""
+    """Case 8 (CASE 8), 8r or 8f: BACKLOG overdue reservations of a SKU of their
+    own, inserted with the worker off, then cleared by the worker under load;
+    records caseCASE.  In 8r a reconciler is set first, which answers expire
+    for every order: both end with every reservation EXPIRED, and differ by the
+    cost of asking alone.  In 8f the change feed is on while the backlog is
+    cleared (a row of it per expiry).  Each cleans up after itself, so any
+    runs whether or not the others ran before it."""
     asks = case == "8r"
-    sku = "EXP-R" if asks else "EXP-1"
+    fed = case == "8f"
+    sku = {"8r": "EXP-R", "8f": "EXP-F"}.get(case, "EXP-1")
     log(f"case {case}: a backlog of {b.s.backlog} overdue reservations{', with a reconciler' if asks else ''}")
     prepare_expiry(b, case, asks)
     insert_backlog(b, case, sku)
     if asks:
         set_reconciler(b, sku)
         expired_before, other_before = reconcile_counts(b)
+    if fed:
+        b.execute("ALTER DATABASE bench SET inventory.change_feed = on")
     figures = clear_under_load(b, case, sku)
+    if fed:
+        b.execute("ALTER DATABASE bench RESET inventory.change_feed")
+        b.check(f"case 8f: each expiry of the backlog is a row of the change feed",
+                b.query(f"SELECT count(*) = {b.s.backlog} FROM inventory.change c"
+                        f" JOIN inventory.ledger l USING (order_id, batch_id)"
+                        f" WHERE l.sku = '{sku}' AND c.state = 'EXPIRED'") == "t")
     if asks:
         expired_after, other_after = reconcile_counts(b)
         expired, other = minus(expired_after, expired_before), minus(other_after, other_before)
@@ -1658,7 +1677,7 @@ def run_cases(b):
         if b.want(case):
             step(b)
     run_rounds(b)
-    for case in ("8", "8r"):
+    for case in ("8", "8r", "8f"):
         if b.want(case):
             run_expiry(b, case)
     log("comparing the cache with the tables (inventory.verify())")
