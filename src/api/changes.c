@@ -18,8 +18,8 @@
  * a point-in-time recovery: transactions after it may not be in this
  * server's history) is refused with SQLSTATE IV001, never read as if it
  * were this feed's; so is one before the rows the worker pruned
- * (maintenance/retain.c).  A row read from the express writer's commit is told
- * once that commit is durable, as every answer read from a row is.
+ * (maintenance/retain.c).  A row read from the express writer's commit is
+ * told once that commit is durable, as every answer read from a row is.
  */
 #include "postgres.h"
 
@@ -40,8 +40,9 @@
 #define CHANGES_COLUMNS 10
 #define FEED_ID_LEN 16
 
-/* the SQLSTATE of a cursor that cannot be followed here */
+/* the SQLSTATE of a cursor that cannot be followed here, and what to do */
 #define ERRCODE_INVENTORY_CURSOR	MAKE_SQLSTATE('I','V','0','0','1')
+#define CURSOR_HINT "Read the application's state again (inventory.reservation() of its open orders), then follow the feed from its start: inventory.changes(NULL)."
 
 typedef struct FeedCursor
 {
@@ -89,16 +90,6 @@ CurrentTimeline(void)
 	return tli;
 }
 
-static void
-CursorRefused(const char *text, const char *message, const char *detail)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVENTORY_CURSOR),
-			 errmsg(message, text),
-			 errdetail("%s", detail),
-			 errhint("Read the application's state again (inventory.reservation() of its open orders), then follow the feed from its start: inventory.changes(NULL).")));
-}
-
 /*
  * Parses and checks a cursor against this database's feed, which the
  * worker pruned up to (pruned_xid, pruned_seq).
@@ -117,14 +108,23 @@ ReadCursor(const char *text, const char *feed_id, uint64 pruned_xid,
 				 errmsg("invalid cursor of the change feed: \"%s\"", text),
 				 errdetail("A cursor is what inventory.changes() answered, as it answered it.")));
 	if (c->dboid != MyDatabaseId || strcmp(c->feed_id, feed_id) != 0)
-		CursorRefused(text, "cursor \"%s\" is not of this database's change feed",
-					  "It was answered by another database, or before a restore of this one, which starts the feed afresh.");
+		ereport(ERROR,
+				(errcode(ERRCODE_INVENTORY_CURSOR),
+				 errmsg("cursor \"%s\" is not of this database's change feed", text),
+				 errdetail("It was answered by another database, or before a restore of this one, which starts the feed afresh."),
+				 errhint(CURSOR_HINT)));
 	if (c->tli != CurrentTimeline())
-		CursorRefused(text, "cursor \"%s\" is of another timeline",
-					  "It was answered before a failover or a point-in-time recovery: what followed it there may not be in this server's history.");
+		ereport(ERROR,
+				(errcode(ERRCODE_INVENTORY_CURSOR),
+				 errmsg("cursor \"%s\" is of another timeline", text),
+				 errdetail("It was answered before a failover or a point-in-time recovery: what followed it there may not be in this server's history."),
+				 errhint(CURSOR_HINT)));
 	if (c->xid < pruned_xid || (c->xid == pruned_xid && c->seq < pruned_seq))
-		CursorRefused(text, "cursor \"%s\" is older than what the change feed keeps",
-					  "Rows after it were pruned: they were older than inventory.change_retention.");
+		ereport(ERROR,
+				(errcode(ERRCODE_INVENTORY_CURSOR),
+				 errmsg("cursor \"%s\" is older than what the change feed keeps", text),
+				 errdetail("Rows after it were pruned: they were older than inventory.change_retention."),
+				 errhint(CURSOR_HINT)));
 }
 
 /*
