@@ -167,7 +167,8 @@ COMMENT ON COLUMN inventory.cache_by_database.restoring_since IS 'when a restore
 CREATE FUNCTION inventory.hot_skus(
 	OUT datname name, OUT sku text, OUT rank integer, OUT on_hand bigint,
 	OUT reserved bigint, OUT holds bigint, OUT available bigint,
-	OUT reserves bigint, OUT rejects bigint, OUT confirms bigint)
+	OUT reserves bigint, OUT rejects bigint, OUT confirms bigint,
+	OUT held bigint, OUT sold bigint)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'inventory_hot_skus' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION inventory.hot_skus() IS
@@ -186,6 +187,8 @@ COMMENT ON COLUMN inventory.hot_skus.available IS 'on_hand - reserved - holds';
 COMMENT ON COLUMN inventory.hot_skus.reserves IS 'reservations committed since the SKU was loaded into the cache';
 COMMENT ON COLUMN inventory.hot_skus.rejects IS 'reserves refused as insufficient since it was loaded';
 COMMENT ON COLUMN inventory.hot_skus.confirms IS 'confirms committed since it was loaded';
+COMMENT ON COLUMN inventory.hot_skus.held IS 'units of the reservations committed since it was loaded (reserves counts them as calls)';
+COMMENT ON COLUMN inventory.hot_skus.sold IS 'units confirmed since it was loaded (confirms counts them as calls)';
 
 REVOKE ALL ON inventory.call_stats, inventory.movement_stats,
 	inventory.cache_by_database, inventory.hot_skus FROM PUBLIC;

@@ -39,7 +39,7 @@ SELECT inventory.stats_reset();
 SELECT reserves, rejects, conflicts, confirms, cancels, expiries, restocks, adjusts
   FROM inventory.sku_stats WHERE sku = 'T-BAG';
 
-SELECT capacity, entries > 0 AS some, bytes_per_entry <= 288 AS small, loads > 0 AS loaded
+SELECT capacity, entries > 0 AS some, bytes_per_entry <= 320 AS small, loads > 0 AS loaded
   FROM inventory.cache_info();
 
 -- verify() sees a difference made behind the trigger's back: by a

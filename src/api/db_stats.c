@@ -130,7 +130,7 @@ inventory_cache_by_database(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-#define HOT_SKUS_COLS 10
+#define HOT_SKUS_COLS 12
 
 /* inventory.hot_skus: each database's inventory.hot_skus hottest SKUs */
 PG_FUNCTION_INFO_V1(inventory_hot_skus);
@@ -166,6 +166,8 @@ inventory_hot_skus(PG_FUNCTION_ARGS)
 			v[c++] = Int64GetDatum(h->stats.reserves);
 			v[c++] = Int64GetDatum(h->stats.rejects);
 			v[c++] = Int64GetDatum(h->stats.confirms);
+			v[c++] = Int64GetDatum(h->stats.held_units);
+			v[c++] = Int64GetDatum(h->stats.sold_units);
 			Assert(c == HOT_SKUS_COLS);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 		}

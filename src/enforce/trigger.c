@@ -464,6 +464,7 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 		{
 			case INV_KIND_RESERVE:
 				rc.counts.moves[INV_MOVE_RESERVE] = 1;
+				rc.counts.held_units = new.qty;
 				break;
 			case INV_KIND_RESTOCK:
 				rc.counts.moves[INV_MOVE_RESTOCK] = 1;
@@ -501,7 +502,10 @@ LedgerAfter(TriggerData *td, const InvCatalog *cat)
 		if (new.kind == INV_KIND_RESERVE && old.state != new.state)
 		{
 			if (new.state == INV_CONFIRMED)
+			{
 				rc.counts.moves[INV_MOVE_CONFIRM] = 1;
+				rc.counts.sold_units = new.qty;
+			}
 			else if (new.state == INV_CANCELLED)
 				rc.counts.moves[INV_MOVE_CANCEL] = 1;
 			else if (new.state == INV_EXPIRED)

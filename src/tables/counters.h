@@ -55,6 +55,8 @@ typedef enum InvMovement
 typedef struct InvCounters
 {
 	int64		moves[INV_NUM_MOVEMENTS];
+	int64		held_units;		/* units of the reservations made */
+	int64		sold_units;		/* units of the reservations confirmed */
 } InvCounters;
 
 static inline void
@@ -62,6 +64,8 @@ InvCountersAdd(InvCounters *dst, const InvCounters *src)
 {
 	for (int m = 0; m < INV_NUM_MOVEMENTS; m++)
 		dst->moves[m] += src->moves[m];
+	dst->held_units += src->held_units;
+	dst->sold_units += src->sold_units;
 }
 
 /*
@@ -81,6 +85,8 @@ typedef struct InvSkuStats
 	int64		expiries;
 	int64		restocks;
 	int64		adjusts;
+	int64		held_units;		/* units reserved (reserves, in units) */
+	int64		sold_units;		/* units confirmed (confirms, in units) */
 } InvSkuStats;
 
 static inline void
@@ -92,6 +98,8 @@ InvSkuStatsAdd(InvSkuStats *dst, const InvCounters *src)
 	dst->expiries += src->moves[INV_MOVE_EXPIRE];
 	dst->restocks += src->moves[INV_MOVE_RESTOCK];
 	dst->adjusts += src->moves[INV_MOVE_STOCKTAKE] + src->moves[INV_MOVE_WITHDRAW];
+	dst->held_units += src->held_units;
+	dst->sold_units += src->sold_units;
 }
 
 #endif							/* INVENTORY_COUNTERS_H */

@@ -73,7 +73,7 @@ CREATE FUNCTION pg_temp.moved() RETURNS text LANGUAGE sql AS $$
 		 WHERE c.datname = current_database() AND c.committed <> coalesce(m.committed, 0)), '')
 $$;
 
-SELECT plan(32);
+SELECT plan(33);
 
 -- restock
 SELECT pg_temp.mark();
@@ -268,6 +268,15 @@ SELECT is((SELECT string_agg(replace(sku, current_setting('inventory_test.prefix
 SELECT is((SELECT format('on_hand=%s reserved=%s holds=%s available=%s rejects=%s', on_hand, reserved, holds, available, rejects)
 			 FROM inventory.hot_skus WHERE sku = pg_temp.n('hot-1')),
 		  'on_hand=1 reserved=0 holds=0 available=1 rejects=300', 'with its counters');
+-- a sale of hot-1: calls counted in reserves and confirms, units in held and sold
+SELECT pg_temp.restock('hot-1', 10, 'in-hot-1b') \g /dev/null
+SELECT pg_temp.app(format('SELECT (inventory.reserve(%L, 3, %L)).status', pg_temp.n('hot-1'), pg_temp.n('sold-1'))) \g /dev/null
+SELECT pg_temp.app(format('SELECT (inventory.confirm(%L)).status', pg_temp.n('sold-1'))) \g /dev/null
+SELECT pg_temp.app(format('SELECT (inventory.reserve(%L, 2, %L)).status', pg_temp.n('hot-1'), pg_temp.n('held-1'))) \g /dev/null
+SELECT is((SELECT format('reserves=%s confirms=%s held=%s sold=%s', reserves, confirms, held, sold)
+			 FROM inventory.hot_skus WHERE sku = pg_temp.n('hot-1')),
+		  'reserves=2 confirms=1 held=5 sold=3', 'hot_skus: calls in reserves and confirms, units in held and sold');
+SELECT pg_temp.app(format('SELECT (inventory.cancel(%L)).status', pg_temp.n('held-1'))) \g /dev/null
 -- the setting is a superuser's: in the superuser's session
 SELECT pg_temp.as_super('SET inventory.hot_skus = 2') \g /dev/null
 SELECT is(pg_temp.as_super('SELECT count(*) FROM inventory.hot_skus WHERE datname = current_database()'),

@@ -274,7 +274,7 @@ SELECT count(*) FROM inventory.ledger WHERE state = 'PENDING' AND expires_at < n
 
 my $ledger1 = ledger_counts();
 my $hot1    = as_monitor($node, 'shop', q{
-SELECT on_hand || ' ' || reserved || ' ' || holds || ' ' || available || ' ' || confirms FROM inventory.hot_skus
+SELECT on_hand || ' ' || reserved || ' ' || holds || ' ' || available || ' ' || sold || ' ' || held || ' ' || confirms FROM inventory.hot_skus
  WHERE datname = 'shop' AND sku = 'A'});
 my $cache1 = as_monitor($node, 'shop', 'SELECT capacity || \' \' || entries FROM inventory.cache_info()');
 my %slot_before = split /[|\n]/, as_monitor($node, 'shop', q{
@@ -309,8 +309,8 @@ my ($capacity, $entries) = split / /, $cache1;
 is(value($m1, 'inventory_cache_capacity') . ' ' . value($m1, 'inventory_cache_entries'),
 	"$capacity $entries", 'the cache: capacity and entries as cache_info() says');
 is(join(' ', map { value($m1, "inventory_hot_sku_$_", datname => 'shop', sku => 'A') }
-		qw(on_hand reserved holds available sold_total)),
-	$hot1, 'the hot SKU A of shop: on hand, reserved, holds, available and sold as hot_skus says');
+		qw(on_hand reserved holds available sold_total held_total confirms_total)),
+	$hot1, 'the hot SKU A of shop: on hand, reserved, holds, available, units sold and held, and confirms as hot_skus says');
 is(value($m1, 'inventory_hot_sku_rank', datname => 'shop2', sku => 'A'), 1,
 	"shop2's SKU is the first of its own database");
 is(value($m1, 'inventory_key_filter_ready', datname => 'shop'), 1, 'the key filter is ready for shop');
