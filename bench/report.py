@@ -89,6 +89,9 @@ The data (format 1), one JSON object:
   case14        (when case 14 ran) flips, samples, p50_ms, p99_ms, max_ms
                 (from a call's answer until the listener heard the state it
                 left), missed (not heard within 2 s), gap_ms (between calls)
+  case15        (when case 15 ran) clients, seconds, load_tps (case 4f's
+                load meanwhile), rows (read by the consumer), p50_ms, p99_ms,
+                max_ms (from a reservation's statement to its row's read)
   case14b       (when case 14b ran) the figures of case14, measured while
                 the worker cleared backlog overdue reservations, and
                 flips_made (the flips made before the backlog's units were
@@ -293,7 +296,7 @@ def median(values):
 
 
 # ---------------------------------------------------------------- the data
-OBJECTS = ("run", "machine", "settings", "case8", "case8r", "case8f", "case9", "case14", "case14b")
+OBJECTS = ("run", "machine", "settings", "case8", "case8r", "case8f", "case9", "case14", "case14b", "case15")
 LISTS = {"measurement": "measurements", "round": "rounds", "check": "checks"}
 TEXTS = {"note": "notes", "error": "errors"}
 
@@ -350,6 +353,7 @@ class Run:
         self.case9 = doc.get("case9")
         self.case14 = doc.get("case14")
         self.case14b = doc.get("case14b")
+        self.case15 = doc.get("case15")
         self.checks = doc.get("checks", [])
         self.notes = doc.get("notes", [])
         self.errors = doc.get("errors", [])
@@ -467,6 +471,8 @@ class Run:
                 out.append(f"case {case}: the backlog was not cleared (no time)")
         if self.want("14") and not is_num((self.case14 or {}).get("p99_ms")):
             out.append("case 14: no latency of the notifications")
+        if self.want("15") and not is_num((self.case15 or {}).get("p99_ms")):
+            out.append("case 15: no lag of the change feed's consumer")
         if self.want("14b") and not is_num((self.case14b or {}).get("p99_ms")):
             out.append("case 14b: no latency of the notifications")
         if self.want("9"):
@@ -660,6 +666,20 @@ def report(run, pictures, stem):
             rows.append(([EXPIRY_NAMES[i]] if with_8r else []) + row)
         L += table(head_cells + ["worker CPU, s", "worker's share of the clearing", "rows per worker CPU-second",
                                  "autovacuum workers", "their CPU, s"], ("l" if with_8r else "") + "rrrrr", rows)
+
+    if run.want("15"):
+        c15 = run.case15 or {}
+        add("")
+        add("## 15: the change feed's lag")
+        add("")
+        add(f"While case 4f runs at {fmt(c15.get('clients'))} clients for {fmt(c15.get('seconds'))} s in its"
+            " database (inventory.change_feed on), a consumer follows inventory.changes() from the end of"
+            " the feed in batches of up to 1000 rows, without pause while rows come (bench/feed_lag.py,"
+            " psycopg). The lag of a row: from its reservation's statement start to the consumer's read.")
+        add("")
+        L += table(["case 4f TPS meanwhile", "rows read", "p50 (ms)", "p99 (ms)", "max (ms)"], "rrrrr",
+                   [[fmt(c15.get("load_tps")), fmt(c15.get("rows")), fmt(c15.get("p50_ms"), 1),
+                     fmt(c15.get("p99_ms"), 1), fmt(c15.get("max_ms"), 1)]])
 
     if run.want("14"):
         c14 = run.case14 or {}

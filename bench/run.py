@@ -98,6 +98,10 @@ Cases (pgbench -M prepared -j 2, synchronous_commit = on, fsync = on):
       alone, 40 times each (5 with --smoke), in case 4n's database; how long
       from a call's answer until a listener hears the state it left
       (bench/notify_latency.py, psycopg)
+  15  the change feed's lag: while case 4f runs at 32 clients in its
+      database, a consumer follows inventory.changes() in batches of up to
+      1000 from the end of the feed (bench/feed_lag.py, psycopg); how long
+      from a reservation's statement until the consumer read its row
   14b 14 while the worker clears an expiry backlog, in a database of its
       own with notifications on: 1,000,000 overdue reservations (300,000
       with --smoke) inserted with the worker off, as in case 8, cleared in
@@ -134,7 +138,7 @@ from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
 LIB = TOP / "scripts" / "lib.sh"
-ALL_CASES = ("1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 4f 5 6 7 8 8r 8f 9 10 13 13s 13u 13r 13f 14 14b"
+ALL_CASES = ("1 1b 1k 1c 2a 2b 2c 2d 2e 2f 3 3d 4 4b 4n 4f 5 6 7 8 8r 8f 9 10 13 13s 13u 13r 13f 14 14b 15"
              " 11 11b 11c 12 12c").split()
 # The cases of the throughput targets and of their bounds, run again in
 # rounds (see run_rounds), in their order, with their pgbench script and
@@ -855,7 +859,7 @@ def create_databases(b):
     if b.want("4n", "14") and not create_notify_db(
             b, NOTIFY_DB, "SELECT inventory.restock('HOT-N', 1000000000000, 'stock-hot-n');"):
         die(f"set-up of the {NOTIFY_DB} database failed")
-    if b.want("4f", "13f") and not create_feed_db(b):
+    if b.want("4f", "13f", "15") and not create_feed_db(b):
         die(f"set-up of the {FEED_DB} database failed")
 
 
@@ -1269,6 +1273,36 @@ def run_notify(b):
             missed == "0" and samples == str(2 * flips))
 
 
+def run_feed_lag(b):
+    """Case 15: a consumer of the change feed under case 4f's load at
+    EXPIRY_CLIENTS clients, for the measured length; its rows, their lag."""
+    seconds = "2" if b.s.smoke else str(b.s.duration)
+    log(f"case 15: a consumer of the change feed while case 4f runs at {EXPIRY_CLIENTS} clients, {seconds} s")
+    load_log = b.dir / "pgbench-15-load.log"
+    errors = b.dir / "case15.err"
+    with open(errors, "w") as err:
+        # the consumer stands at the end of the feed before the load starts
+        consumer = subprocess.Popen(as_postgres(
+            ["python3", TOP / "bench" / "feed_lag.py",
+             f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} dbname={FEED_DB}", seconds]),
+            stdout=subprocess.PIPE, stderr=err, text=True)
+        ready = consumer.stdout.readline().strip() == "ready"
+        load_ok = ready and b.pgbench_once(str(EXPIRY_CLIENTS), seconds, load_log, "reserve.sql",
+                                           "-D", "sku=HOT-F", "-D", "prefix=o15-", db=FEED_DB)
+        out, _ = consumer.communicate()
+    answer = subprocess.CompletedProcess(consumer.args, consumer.returncode, out)
+    words = answer.stdout.split()
+    if answer.returncode != 0 or len(words) != 4 or not load_ok:
+        b.error(f"case 15: the load or bench/feed_lag.py failed: {failed(load_log) if not load_ok else first_bytes(errors)}")
+        return
+    rows, p50, p99, most = words
+    made = b.ledger_rows("order_id LIKE 'o15-%'", FEED_DB)
+    b.record("case15", clients=EXPIRY_CLIENTS, seconds=number(seconds), load_tps=tps(load_log),
+             rows=number(rows), p50_ms=number(p50), p99_ms=number(p99), max_ms=number(most))
+    b.check(f"case 15: the consumer read a row of each of the {made} reservations of the load (read {rows})",
+            number(rows) == made)
+
+
 def insert_overdue(b, case, sku, first, last, db="bench"):
     """Reservations FIRST..LAST of CASE's backlog, of SKU, overdue by a minute:
     less than inventory.reconcile_max_wait (1 hour), past which the expiry no
@@ -1672,7 +1706,7 @@ def run_cases(b):
         run_router_cases(b)
     steps = [("10", run_batches), ("13", run_express_hot), ("13r", run_express_result),
              ("13f", run_express_fed), ("13s", run_express_sold_out),
-             ("13u", run_express_many_skus), ("14", run_notify)]
+             ("13u", run_express_many_skus), ("14", run_notify), ("15", run_feed_lag)]
     for case, step in steps:
         if b.want(case):
             step(b)
@@ -1686,8 +1720,8 @@ def run_cases(b):
     if b.want("4n", "14"):
         b.check(f"cache = tables in {NOTIFY_DB} after cases 4n and 14 (inventory.verify() is empty)",
                 b.query("SELECT count(*) = 0 FROM inventory.verify()", NOTIFY_DB) == "t")
-    if b.want("4f", "13f"):
-        b.check(f"cache = tables in {FEED_DB} after cases 4f and 13f (inventory.verify() is empty)",
+    if b.want("4f", "13f", "15"):
+        b.check(f"cache = tables in {FEED_DB} after cases 4f, 13f and 15 (inventory.verify() is empty)",
                 b.query("SELECT count(*) = 0 FROM inventory.verify()", FEED_DB) == "t")
     if b.want("14b"):
         run_notify_during_backlog(b)
