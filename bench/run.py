@@ -1276,7 +1276,7 @@ def run_notify(b):
 def run_feed_lag(b):
     """Case 15: a consumer of the change feed under case 4f's load at
     EXPIRY_CLIENTS clients, for the measured length; its rows, their lag."""
-    seconds = "2" if b.s.smoke else str(b.s.duration)
+    seconds = "1" if b.s.smoke else str(b.s.duration)
     log(f"case 15: a consumer of the change feed while case 4f runs at {EXPIRY_CLIENTS} clients, {seconds} s")
     load_log = b.dir / "pgbench-15-load.log"
     errors = b.dir / "case15.err"
