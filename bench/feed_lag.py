@@ -6,13 +6,13 @@ Usage: feed_lag.py CONNINFO SECONDS
 
 In a database with inventory.change_feed on, reads inventory.changes() as
 an order service would: from the end of the feed as it stands (then it
-prints "ready", for the load to start), in batches
-of up to 1000 rows after the last cursor, without pause while rows come
-and 10 ms apart when none does, for SECONDS, then until no row has come
-for half a second (the load has ended by then).  The lag of a row is the server's
-clock when it was read less its created_at (the reserve's statement
-start: its commit follows within the call).  Prints then one line: "ROWS
-P50_MS P99_MS MAX_MS".
+prints "ready", for the load to start), in batches of up to 1000 rows
+after the last cursor, without pause while rows come and 10 ms apart when
+none does, for SECONDS, then until no row has come for half a second (the
+load has ended by then).  The lag of a row is the server's clock when it
+was read less its created_at (the reserve's statement start: its commit
+follows within the call).  Prints then one line: "ROWS P50_MS P99_MS
+MAX_MS".
 """
 import sys
 import time
