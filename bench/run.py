@@ -103,7 +103,7 @@ Cases (pgbench -M prepared -j 2, synchronous_commit = on, fsync = on):
       1000 from the end of the feed (bench/feed_lag.py, psycopg); how long
       from a reservation's statement until the consumer read its row
   14b 14 while the worker clears an expiry backlog, in a database of its
-      own with notifications on: 1,000,000 overdue reservations (300,000
+      own with notifications on: 1,000,000 overdue reservations (600,000
       with --smoke) inserted with the worker off, as in case 8, cleared in
       batches of at most the default inventory.expire_batch (shorter while
       a batch takes over 50 ms, as in any database with notifications on);
@@ -295,7 +295,7 @@ def settings_from(argv):
         if case not in ALL_CASES:
             die(f"no case {case}; the cases are: {' '.join(ALL_CASES)}")
     sizes = dict(warmup=0, nskus=1000, backlog=2000, settled=10000, fsync_secs=0, load_rounds=1,
-                 notify_flips=5, notify_backlog=300000) if smoke else \
+                 notify_flips=5, notify_backlog=600000) if smoke else \
         dict(warmup=3, nskus=100000, backlog=100000, settled=1000000, fsync_secs=2, load_rounds=3,
              notify_flips=40, notify_backlog=1000000)
     return Settings(
