@@ -31,7 +31,6 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
-#include "api/args.h"
 #include "shmem/express.h"
 #include "tables/catalog.h"
 #include "tables/sandbox.h"
@@ -91,12 +90,12 @@ CurrentTimeline(void)
 }
 
 /*
- * Parses and checks a cursor against this database's feed, which the
- * worker pruned up to (pruned_xid, pruned_seq).
+ * Parses and checks a cursor against this database's feed, on timeline
+ * tli, which the worker pruned up to (pruned_xid, pruned_seq).
  */
 static void
-ReadCursor(const char *text, const char *feed_id, uint64 pruned_xid,
-		   int32 pruned_seq, FeedCursor *c)
+ReadCursor(const char *text, const char *feed_id, TimeLineID tli,
+		   uint64 pruned_xid, int32 pruned_seq, FeedCursor *c)
 {
 	int			end = 0;
 
@@ -113,7 +112,7 @@ ReadCursor(const char *text, const char *feed_id, uint64 pruned_xid,
 				 errmsg("cursor \"%s\" is not of this database's change feed", text),
 				 errdetail("It was answered by another database, or before a restore of this one, which starts the feed afresh."),
 				 errhint(CURSOR_HINT)));
-	if (c->tli != CurrentTimeline())
+	if (c->tli != tli)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVENTORY_CURSOR),
 				 errmsg("cursor \"%s\" is of another timeline", text),
@@ -164,7 +163,7 @@ inventory_changes(PG_FUNCTION_ARGS)
 	{
 		bool		isnull;
 
-		ReadCursor(text_to_cstring(PG_GETARG_TEXT_PP(0)), feed_id,
+		ReadCursor(text_to_cstring(PG_GETARG_TEXT_PP(0)), feed_id, tli,
 				   strtou64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2), NULL, 10),
 				   DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)),
 				   &after);
@@ -185,6 +184,7 @@ inventory_changes(PG_FUNCTION_ARGS)
 		bool		nulls[CHANGES_COLUMNS];
 		bool		isnull;
 
+		CHECK_FOR_INTERRUPTS();
 		v[0] = CStringGetTextDatum(psprintf("%s-%u-%u-%s-%d", feed_id, MyDatabaseId, tli,
 											SPI_getvalue(tup, desc, 1),
 											DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull))));

@@ -31,10 +31,7 @@
 
 #include "access/transam.h"
 #include "access/xact.h"
-#include "catalog/pg_type.h"
-#include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/timestamp.h"
 
 #include "enforce/feed.h"
 #include "setting.h"

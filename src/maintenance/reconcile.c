@@ -442,7 +442,7 @@ Settle(Answer answer, Datum order_id, TimestampTz now, bool waited)
 						 values, NULL, 0, INV_SETTLED_BY_RECONCILER,
 						 answer == ANSWER_CONFIRM);
 	if (waited)
-		InvStmtRunAsOwner(&forget_order, values, NULL);
+		InvStmtRunAsOwner(&forget_order, values);
 	return n;
 }
 
@@ -457,7 +457,7 @@ Wait(const Reconciler *r, Datum order_id, TimestampTz now, const char *said)
 	values[1] = TimestampTzGetDatum(now);
 	values[2] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(now, ReconcilerRetry(r)));
 	values[3] = CStringGetTextDatum(said);
-	InvStmtRunAsOwner(&wait_order, values, NULL);
+	InvStmtRunAsOwner(&wait_order, values);
 	values[1] = TimestampTzGetDatum(now);
 	InvStmtRun(&waiting_lines, values, NULL, false, 1);
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -513,7 +513,7 @@ ReconcileCandidates(const Reconciler *r, int max, MemoryContext cxt,
 	TimestampTz now = GetCurrentStatementStartTimestamp();
 
 	spi = InvSpiConnect();
-	InvStmtRunAsOwner(&forget_settled, NULL, NULL);
+	InvStmtRunAsOwner(&forget_settled, NULL);
 	RecordEndedAsks(r, now);
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = Int64GetDatum((int64) max + 1);

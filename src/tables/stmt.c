@@ -138,7 +138,6 @@ typedef struct StmtCall
 {
 	InvStmt    *stmt;
 	Datum	   *values;
-	const char *nulls;
 	const char *const *sql;
 	int			n;
 } StmtCall;
@@ -149,7 +148,7 @@ RunStmtCall(void *arg)
 	StmtCall   *c = arg;
 
 	if (c->stmt != NULL)
-		InvStmtRun(c->stmt, c->values, c->nulls, false, 0);
+		InvStmtRun(c->stmt, c->values, NULL, false, 0);
 	for (int i = 0; i < c->n; i++)
 		if (SPI_execute(c->sql[i], false, 0) < 0)
 			elog(ERROR, "could not run \"%s\"", c->sql[i]);
@@ -157,9 +156,9 @@ RunStmtCall(void *arg)
 
 /* InvStmtRun() as the owner of the extension's schema. */
 void
-InvStmtRunAsOwner(InvStmt *stmt, Datum *values, const char *nulls)
+InvStmtRunAsOwner(InvStmt *stmt, Datum *values)
 {
-	StmtCall	c = {stmt, values, nulls, NULL, 0};
+	StmtCall	c = {stmt, values, NULL, 0};
 
 	AsSchemaOwner(RunStmtCall, &c);
 }
@@ -168,7 +167,7 @@ InvStmtRunAsOwner(InvStmt *stmt, Datum *values, const char *nulls)
 void
 InvSqlRunAsOwner(const char *const *sql, int n)
 {
-	StmtCall	c = {NULL, NULL, NULL, sql, n};
+	StmtCall	c = {NULL, NULL, sql, n};
 	int			level = InvSpiConnect();
 
 	AsSchemaOwner(RunStmtCall, &c);

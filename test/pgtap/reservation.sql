@@ -6,9 +6,9 @@
 -- reservations are not lines of an order; the monitor may not read them.
 --
 -- The application (shop_app) makes and settles the reservations; the
--- administrator restocks, writes an overdue reservation by hand, runs
--- the expiry and sets a reconciler; the superuser updates a row by hand,
--- which the manual gives only the tables' owner.
+-- administrator restocks, writes and updates reservations by hand, runs
+-- the expiry and sets a reconciler; the superuser makes the reconciler's
+-- role and schema (scaffolding: roles are a superuser's to create).
 
 \set name reservation
 \set role shop_app
@@ -75,17 +75,17 @@ SELECT pg_temp.overdue('later', 'A', 1) \g /dev/null
 SELECT is((inventory.confirm(pg_temp.n('later'))).status, 'expired', 'a confirm past expires_at answers expired');
 SELECT is(pg_temp.lines('later'), '1:EXPIRED:expiry', 'and the reservation is settled by the expiry');
 
--- an UPDATE by hand, which the tables' owner alone may make, is stamped a
--- statement, whatever it says; settled_by then never changes
+-- an UPDATE by hand, which the manual gives the administrator, is stamped
+-- a statement, whatever it says; settled_by then never changes
 SELECT pg_temp.expect(inventory.reserve(pg_temp.n('A'), 1, pg_temp.n('byhand'), 1, '1 hour')) \g /dev/null
-SELECT pg_temp.as_super(format($$UPDATE inventory.ledger SET state = 'CANCELLED', settled_by = 'reconciler'
+SELECT pg_temp.as_admin(format($$UPDATE inventory.ledger SET state = 'CANCELLED', settled_by = 'reconciler'
 								 WHERE order_id = %L$$, pg_temp.n('byhand'))) \g /dev/null
 SELECT is(pg_temp.lines('byhand'), '1:CANCELLED:statement', 'an UPDATE by hand: settled by a statement, not what it claims');
-SELECT throws_ok(format($$SELECT pg_temp.as_super(%L)$$,
+SELECT throws_ok(format($$SELECT pg_temp.as_admin(%L)$$,
 						format($$UPDATE inventory.ledger SET settled_by = 'call' WHERE order_id = %L$$, pg_temp.n('byhand'))),
 				 '23514', 'column "settled_by" of a ledger movement cannot change',
 				 'settled_by of a settled reservation cannot change');
-SELECT throws_ok(format($$SELECT pg_temp.as_super(%L)$$,
+SELECT throws_ok(format($$SELECT pg_temp.as_admin(%L)$$,
 						format($$INSERT INTO inventory.ledger (order_id, batch_id, kind, sku, qty, settled_by)
 								  VALUES (%L, 1, 'reserve', %L, 1, 'call')$$, pg_temp.n('made-settled'), pg_temp.n('A'))),
 				 '23514', 'a new reservation cannot have settled_at or settled_by',

@@ -46,7 +46,8 @@ use Time::HiRes qw(time);
 use Time::Local qw(timegm);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(inventory_node wait_until psql_session wait_said inventory_roles as_app as_admin as_monitor);
+use InventoryTest qw(inventory_node wait_until psql_session wait_said listen_session notifications
+  inventory_roles as_app as_admin as_monitor);
 
 # a round of the expiry may ask a reconciler about 5,000 orders for a minute
 my $node = inventory_node('notify', q{
@@ -64,27 +65,10 @@ for my $db ('shop', 'quiet')
 }
 inventory_roles($node, 'shop');
 
-# A listener: a psql session of the application that asks the server for
-# what arrived each time it is polled; returns the payloads of
-# inventory_stock seen so far.
-sub listener
-{
-	my ($db) = @_;
-	my $s = psql_session($node, 180, 1, $db, 'shop_app');
-	$s->{in} .= "LISTEN inventory_stock;\nLISTEN marker;\n";
-	heard($s);
-	return $s;
-}
-
-my $poll = 0;
-sub heard
-{
-	my ($s) = @_;
-	$poll++;
-	$s->{in} .= "SELECT 'polled $poll';\n";
-	$s->{run}->pump until $s->{out} =~ /polled $poll\n/;
-	return [ $s->{out} =~ /notification "inventory_stock" with payload "(.*?)" received/g ];
-}
+# A listener of the application, on inventory_stock and marker; heard()
+# answers the payloads of inventory_stock so far.
+sub listener { return listen_session($node, $_[0], 'shop_app', 'inventory_stock', 'marker'); }
+sub heard { return [ map { $_->[0] } @{ notifications($_[0], 'inventory_stock') } ]; }
 
 # the payloads of one SKU: [available, version] each
 sub of_sku

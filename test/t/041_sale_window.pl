@@ -23,7 +23,8 @@ use Test::More;
 use Time::HiRes qw(time);
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(inventory_node wait_until psql_session inventory_roles as_app as_admin as_monitor);
+use InventoryTest qw(inventory_node wait_until listen_session notifications inventory_roles as_app as_admin
+  as_monitor);
 
 my $node = inventory_node('window', q{
 inventory.stock_notify_interval = 100ms
@@ -37,26 +38,8 @@ inventory_roles($node, 'shop');
 
 # a listener of the application; heard() answers every notification so
 # far: [payload, pid] each
-sub listener
-{
-	my ($db) = @_;
-	my $s = psql_session($node, 180, 1, $db, 'shop_app');
-	$s->{in} .= "LISTEN inventory_stock;\n";
-	heard($s);
-	return $s;
-}
-my $poll = 0;
-sub heard
-{
-	my ($s) = @_;
-	$poll++;
-	$s->{in} .= "SELECT 'polled $poll';\n";
-	$s->{run}->pump until $s->{out} =~ /polled $poll\n/;
-	my @n;
-	push @n, [ $1, $2 ]
-	  while $s->{out} =~ /notification "inventory_stock" with payload "(.*?)" received from server process with PID (\d+)/g;
-	return \@n;
-}
+sub listener { return listen_session($node, $_[0], 'shop_app', 'inventory_stock'); }
+sub heard { return notifications($_[0], 'inventory_stock'); }
 # the payloads of one SKU heard so far
 sub of_sku
 {
@@ -152,10 +135,10 @@ is(as_monitor($node, 'shop', q{SELECT count(*) FROM inventory.stock WHERE sku LI
 # --- a database without the setting -----------------------------------------------
 
 my $quiet = listener('quiet');
-$node->safe_psql('quiet', q{
+as_admin($node, 'quiet', q{
 SELECT inventory.restock('Q', 1, 'in-q');
 SELECT inventory.set_rules('Q', sale_starts => now() + interval '1 s')});
-my $q_starts = $node->safe_psql('quiet', "SELECT extract(epoch FROM sale_starts) FROM inventory.stock WHERE sku = 'Q'");
+my $q_starts = epoch_of('quiet', 'Q', 'sale_starts');
 wait_until(3, sub { time > $q_starts + 1.5 });
 is(scalar(@{ heard($quiet) }), 0, 'a database without inventory.stock_notifications hears nothing of its windows');
 

@@ -25,7 +25,7 @@ use Test::More;
 use IPC::Run;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use InventoryTest qw(inventory_node wait_until psql_session inventory_roles as_app as_admin);
+use InventoryTest qw(inventory_node wait_until listen_session notifications inventory_roles as_app as_admin);
 
 my $node = inventory_node('feed', q{
 inventory.expire_interval = '200ms'
@@ -113,21 +113,14 @@ is(join(' ', sort keys %by), 'call expiry', 'settled by calls and by the expiry'
 
 # --- the bell -----------------------------------------------------------------------
 
-my $listener = psql_session($node, 60, 1, 'shop', 'shop_app');
-$listener->{in} .= "LISTEN inventory_changes;\nSELECT 'listening';\n";
-$listener->{run}->pump until $listener->{out} =~ /listening/;
+my $listener = listen_session($node, 'shop', 'shop_app', 'inventory_changes');
 my $buyer_pid = as_app($node, 'shop', q{
 SELECT pg_backend_pid() FROM (SELECT inventory.reserve('HOT', 1, 'bell-1')) r});
-my $poll = 0;
-ok(wait_until(30, sub {
-	$poll++;
-	$listener->{in} .= "SELECT 'polled $poll';\n";
-	$listener->{run}->pump until $listener->{out} =~ /polled $poll\n/;
-	$listener->{out} =~ /notification "inventory_changes" received/;
-}), 'LISTEN inventory_changes is rung after a reservation commits');
-my ($pid) = $listener->{out} =~ /notification "inventory_changes" received from server process with PID (\d+)/;
-isnt($pid, $buyer_pid, 'by a worker, not the committing session');
-unlike($listener->{out}, qr/notification "inventory_changes" with payload/, 'with no payload');
+my $rung;
+ok(wait_until(30, sub { ($rung) = @{ notifications($listener, 'inventory_changes') }; $rung }),
+	'LISTEN inventory_changes is rung after a reservation commits');
+isnt($rung->[1], $buyer_pid, 'by a worker, not the committing session');
+is($rung->[0], '', 'with no payload');
 $listener->{in} .= "\\q\n";
 $listener->{run}->finish;
 

@@ -11,8 +11,8 @@ use PostgreSQL::Test::Utils;
 
 our @EXPORT_OK = qw(inventory_node wait_until history_sql sale_sql replay_checks sells_once
   describe_sql key_checks_sql reserve_now_client reserve_now_log stock_vs_ledger_sql
-  express_writer_sql psql_session said wait_said inventory_roles as_app as_admin as_monitor
-  as_role ROLES_SQL);
+  express_writer_sql psql_session said wait_said listen_session notifications inventory_roles
+  as_app as_admin as_monitor as_role ROLES_SQL);
 
 # inventory_node(NAME, [CONF, [INIT_ARGS...]]): a new server, initialised
 # with INIT_ARGS (allows_streaming => 1, ...), that preloads inventory and
@@ -89,6 +89,33 @@ sub wait_said
 {
 	my ($s, $re) = @_;
 	$s->{run}->pump until $s->{out} =~ $re;
+}
+
+# listen_session(NODE, DBNAME, ROLE, CHANNEL...): a psql session of ROLE
+# that listens on the CHANNELs; notifications() reads what it heard.
+sub listen_session
+{
+	my ($node, $dbname, $role, @channels) = @_;
+	my $s = psql_session($node, 180, 1, $dbname, $role);
+	$s->{in} .= join('', map { "LISTEN $_;\n" } @channels);
+	notifications($s, $channels[0]);
+	return $s;
+}
+
+# notifications(S, CHANNEL): asks listen_session S's server for what
+# arrived, then answers every notification on CHANNEL so far, in order,
+# as [payload ('' for none), pid of the sender] each.
+my $polls = 0;
+sub notifications
+{
+	my ($s, $channel) = @_;
+	$polls++;
+	$s->{in} .= "SELECT 'polled $polls';\n";
+	$s->{run}->pump until $s->{out} =~ /polled $polls\n/;
+	my @heard;
+	push @heard, [ $1 // '', $2 ]
+	  while $s->{out} =~ /notification "\Q$channel\E"(?: with payload "(.*?)")? received from server process with PID (\d+)/g;
+	return \@heard;
 }
 
 # wait_until(SECONDS, CODE): polls CODE every 50 ms until it returns true or
